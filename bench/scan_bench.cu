@@ -1,0 +1,695 @@
+// bench/scan_bench.cu: ascan's forward scan beside the physical limit and beside CUB.
+//
+// For every case of the grid (dtype, shape (B, C, T), direction) three rows:
+//
+//   copy/<dtype>/<B>x<C>x<T>   cudaMemcpyAsync of bytes / 2, bytes = 3 * N * sizeof(T): a copy that
+//                              reads and writes what a forward scan must (gates, tokens in; out).
+//   scan/<dtype>/<B>x<C>x<T>   ascan::scan.
+//   cub/<dtype>/<B>x<C>x<T>    cub::DeviceScan::InclusiveScan over the flattened batch with the
+//                              affine-pair operator: what a user gets from CUB alone.
+//
+// Each scan and cub row measures its own copy in the same run and reports
+//
+//   scan_us            median time of the operation (CUB's, on a cub row), microseconds
+//   copy_us            median time of the same-traffic copy, microseconds
+//   efficiency         copy_us / scan_us: 1.0 is the limit
+//   bytes_per_second   bytes / median time
+//
+// Timing, and why it is not Google Benchmark's own loop. Version 1.7.1 reports per run the MEAN
+// over its iterations; a median exists only across --benchmark_repetitions of such means, and every
+// repetition would repeat the setup (gigabytes of allocation and fill). We want the median of
+// single L2-cold launches, so each benchmark measures itself: kWarmup untimed launches, then `reps`
+// launches, each preceded by a cudaMemsetAsync over a 256 MB buffer (the H200's L2 is 60 MB)
+// outside the events that bracket it, all queued on one stream before a single synchronize (the
+// flush also hides the host-side cost of queueing the next launch). The median is handed to
+// SetIterationTime in exactly one iteration (Iterations(1), UseManualTime()), so the time column IS
+// the median. --benchmark_min_time therefore has no effect on these rows; --ascan_reps=N sets the
+// number of timed launches (default kDefaultReps, odd so the median is one sample). Google
+// Benchmark appends "/iterations:1/manual_time" to every name; filters match the prefix as usual.
+//
+// After timing, the first and last sequence of the output are compared with a double loop over
+// the same (rounded) inputs, so a broken kernel cannot show a fast number.
+//
+// Without a GPU every benchmark registers (--benchmark_list_tests lists the whole grid) and
+// skips with "no CUDA device: ...". At the end, one summary line per case goes to stdout (to
+// stderr when --benchmark_format asks stdout for json or csv).
+
+#include <ascan/ascan.cuh>
+
+#include <benchmark/benchmark.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <thrust/iterator/transform_output_iterator.h>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The grid. One row is a shape, the dtypes it runs in, and a direction; every (row, dtype) pair
+// becomes one case (copy, scan and cub rows). Later rows (backward, few long sequences such as
+// (1, 16, 2^22) and (1, 1, 2^28)) are added here.
+
+enum class Dtype { kF32, kBF16, kF16 };
+
+struct Extent {
+  int64_t batch;
+  int64_t channels;
+  int64_t length;
+  int64_t elements() const { return batch * channels * length; }
+  int64_t sequences() const { return batch * channels; }
+};
+
+struct GridRow {
+  Extent shape;
+  std::vector<Dtype> dtypes;
+  bool reverse = false;
+};
+
+std::vector<GridRow> standard_grid() {
+  const std::vector<Dtype> all = {Dtype::kF32, Dtype::kBF16, Dtype::kF16};
+  const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
+  std::vector<GridRow> grid;
+  // Seed grid: accelerated-scan's published benchmark, so results compare directly.
+  for (int k = 7; k <= 16; ++k) grid.push_back({{8, 1536, int64_t{1} << k}, all});
+  // Odd lengths: no power-of-two tiling to lean on.
+  grid.push_back({{8, 1536, 1000}, f32_bf16});
+  grid.push_back({{8, 1536, 50000}, f32_bf16});
+  // Reverse direction, one length.
+  grid.push_back({{8, 1536, 4096}, f32_bf16, /*reverse=*/true});
+  return grid;
+}
+
+constexpr int kWarmup = 3;
+constexpr int kDefaultReps = 51;
+constexpr size_t kFlushBytes = size_t{256} << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Element types.
+
+template <class T>
+struct DtypeInfo;
+template <>
+struct DtypeInfo<float> {
+  static constexpr const char* kName = "f32";
+  static constexpr double kTolerance = 1e-3;
+};
+template <>
+struct DtypeInfo<__nv_bfloat16> {
+  static constexpr const char* kName = "bf16";
+  static constexpr double kTolerance = 1e-2;
+};
+template <>
+struct DtypeInfo<__half> {
+  static constexpr const char* kName = "f16";
+  static constexpr double kTolerance = 1e-2;
+};
+
+// Calls f with a value of type T* (null) for the runtime dtype, so one generic lambda covers all.
+template <class F>
+void with_dtype(Dtype d, F&& f) {
+  switch (d) {
+    case Dtype::kF32:
+      f(static_cast<float*>(nullptr));
+      break;
+    case Dtype::kBF16:
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case Dtype::kF16:
+      f(static_cast<__half*>(nullptr));
+      break;
+  }
+}
+
+template <class T>
+__host__ __device__ __forceinline__ T from_float(float x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(x);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(x);
+  } else {
+    return static_cast<T>(x);
+  }
+}
+
+template <class T>
+__host__ __device__ __forceinline__ float to_float(T x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat162float(x);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(x);
+  } else {
+    return static_cast<float>(x);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device-side fill: a counter-based hash, so any element's value is a function of (seed, index)
+// and the fill runs at memory speed.
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Fills p[0, n) with lo + (hi - lo) * u, u uniform in [0, 1) on a 2^-24 grid, clamped below hi in
+// float. 16-bit storage rounds to nearest afterwards: bf16 gates in [0.999, 1) become 1.0 (its
+// spacing below 1 is 2^-8), f16 gates one of {0.99902, 0.99951, 1.0}. The reference check reads the
+// rounded values back, so it compares like with like.
+template <class T>
+__global__ void fill_uniform(T* p, int64_t n, float lo, float hi, uint64_t seed) {
+  const float below_hi = nextafterf(hi, lo);
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint64_t h = splitmix64(seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(i));
+    const float u = static_cast<float>(h >> 40) * 0x1.0p-24f;
+    p[i] = from_float<T>(fminf(lo + (hi - lo) * u, below_hi));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CUB baseline pieces. Element i is the pair (a_i, b_i) in float, with a_i = 0 where i starts a
+// sequence so that no state crosses from one sequence into the next. compose(earlier, later) =
+// (a1 * a2, a2 * b1 + b2); CUB's InclusiveScan calls op(accumulated_prefix, next), earlier on the
+// left. The index is 32-bit: a careful user's choice (a 64-bit modulo per element costs more), and
+// ample for every shape here; larger N skips with a message.
+
+struct CubPair {
+  float a;
+  float b;
+};
+
+template <class T>
+struct CubLoad {
+  const T* gates;
+  const T* tokens;
+  uint32_t length;
+  __host__ __device__ CubPair operator()(uint32_t i) const {
+    return {i % length == 0 ? 0.0f : to_float(gates[i]), to_float(tokens[i])};
+  }
+};
+
+struct CubCompose {
+  __host__ __device__ CubPair operator()(const CubPair& earlier, const CubPair& later) const {
+    return {earlier.a * later.a, later.a * earlier.b + later.b};
+  }
+};
+
+template <class T>
+struct CubStore {
+  __host__ __device__ T operator()(const CubPair& p) const { return from_float<T>(p.b); }
+};
+
+template <class T>
+auto cub_input(const T* gates, const T* tokens, uint32_t length) {
+  return thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0),
+                                         CubLoad<T>{gates, tokens, length});
+}
+
+template <class T>
+auto cub_output(T* out) {
+  return thrust::make_transform_output_iterator(out, CubStore<T>{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process-wide GPU state, set up on the first benchmark that runs (so --benchmark_list_tests
+// never touches the GPU), and an error string for CUDA calls: empty means success.
+
+std::string cuda_check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return {};
+  return std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+struct Gpu {
+  bool initialized = false;
+  std::string error;  // why no benchmark can run; non-empty once set
+  cudaStream_t stream = nullptr;
+  void* flush = nullptr;
+  std::vector<cudaEvent_t> start, stop;
+  int reps = kDefaultReps;
+};
+Gpu g_gpu;
+
+// Sets up the stream, the events and the flush buffer once. Returns the reason for failure.
+const std::string& gpu_setup() {
+  if (g_gpu.initialized) return g_gpu.error;
+  g_gpu.initialized = true;
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    g_gpu.error = std::string("no CUDA device: ") +
+                  (e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found none");
+    cudaGetLastError();
+    return g_gpu.error;
+  }
+  std::string err = cuda_check(cudaSetDevice(0), "cudaSetDevice");
+  if (err.empty())
+    err = cuda_check(cudaStreamCreateWithFlags(&g_gpu.stream, cudaStreamNonBlocking),
+                     "cudaStreamCreate");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_gpu.flush, kFlushBytes), "cudaMalloc(flush)");
+  g_gpu.start.resize(g_gpu.reps);
+  g_gpu.stop.resize(g_gpu.reps);
+  for (int i = 0; err.empty() && i < g_gpu.reps; ++i) {
+    err = cuda_check(cudaEventCreate(&g_gpu.start[i]), "cudaEventCreate");
+    if (err.empty()) err = cuda_check(cudaEventCreate(&g_gpu.stop[i]), "cudaEventCreate");
+  }
+  if (!err.empty()) g_gpu.error = "CUDA setup failed: " + err;
+  return g_gpu.error;
+}
+
+void gpu_teardown() {
+  if (!g_gpu.initialized || !g_gpu.error.empty()) return;
+  for (cudaEvent_t e : g_gpu.start) cudaEventDestroy(e);
+  for (cudaEvent_t e : g_gpu.stop) cudaEventDestroy(e);
+  cudaFree(g_gpu.flush);
+  cudaStreamDestroy(g_gpu.stream);
+}
+
+// Times `launch` (a callable returning an error string) as described at the top of the file and
+// writes the median in milliseconds.
+template <class Launch>
+std::string time_median(const Launch& launch, double* median_ms) {
+  cudaStream_t s = g_gpu.stream;
+  std::string err;
+  for (int i = 0; err.empty() && i < kWarmup; ++i) {
+    err = cuda_check(cudaMemsetAsync(g_gpu.flush, i & 0xFF, kFlushBytes, s), "flush");
+    if (err.empty()) err = launch();
+  }
+  for (int i = 0; err.empty() && i < g_gpu.reps; ++i) {
+    err = cuda_check(cudaMemsetAsync(g_gpu.flush, i & 0xFF, kFlushBytes, s), "flush");
+    if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.start[i], s), "cudaEventRecord");
+    if (err.empty()) err = launch();
+    if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.stop[i], s), "cudaEventRecord");
+  }
+  // Synchronize even after a failed launch, so no work of this case outlives its buffers.
+  std::string sync_err = cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  if (!err.empty()) return err;
+  if (!sync_err.empty()) return sync_err;
+  std::vector<float> ms(g_gpu.reps);
+  for (int i = 0; i < g_gpu.reps; ++i) {
+    err = cuda_check(cudaEventElapsedTime(&ms[i], g_gpu.start[i], g_gpu.stop[i]),
+                     "cudaEventElapsedTime");
+    if (!err.empty()) return err;
+  }
+  std::sort(ms.begin(), ms.end());
+  const size_t mid = ms.size() / 2;
+  *median_ms = ms.size() % 2 ? ms[mid] : 0.5 * (double(ms[mid - 1]) + double(ms[mid]));
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The buffers of one case, kept while consecutive benchmarks share (dtype, shape), freed when the
+// case changes: at most one case's memory is held at a time.
+
+struct Workspace {
+  std::string key;
+  int64_t n = 0;
+  void* gates = nullptr;
+  void* tokens = nullptr;
+  void* out = nullptr;
+  void* copy_src = nullptr;
+  void* copy_dst = nullptr;
+  size_t copy_bytes = 0;
+  void* cub_temp = nullptr;
+  size_t cub_temp_bytes = 0;
+
+  void release() {
+    for (void* p : {gates, tokens, out, copy_src, copy_dst, cub_temp}) cudaFree(p);
+    *this = Workspace{};
+  }
+};
+Workspace g_ws;
+
+template <class T>
+std::string workspace_for(const std::string& key, const Extent& shape) {
+  if (g_ws.key == key) return {};
+  g_ws.release();
+  const int64_t n = shape.elements();
+  const size_t bytes = size_t(n) * sizeof(T);
+  // Same traffic as a forward scan: 3 * N * sizeof(T) read + written, so bytes / 2 copied.
+  const size_t copy_bytes = 3 * bytes / 2;
+  std::string err = cuda_check(cudaMalloc(&g_ws.gates, bytes), "cudaMalloc(gates)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.tokens, bytes), "cudaMalloc(tokens)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.out, bytes), "cudaMalloc(out)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_src, copy_bytes), "cudaMalloc(copy)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_dst, copy_bytes), "cudaMalloc(copy)");
+  if (err.empty()) {
+    cudaStream_t s = g_gpu.stream;
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.gates), n, 0.999f, 1.0f, 1);
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.tokens), n, 0.0f, 1.0f, 2);
+    err = cuda_check(cudaGetLastError(), "fill_uniform");
+    if (err.empty())
+      err = cuda_check(cudaMemsetAsync(g_ws.copy_src, 0x3C, copy_bytes, s), "memset");
+    if (err.empty()) err = cuda_check(cudaStreamSynchronize(s), "fill");
+  }
+  if (!err.empty()) {
+    g_ws.release();
+    cudaGetLastError();  // an out-of-memory here must not fail the next case
+    return err;
+  }
+  g_ws.key = key;
+  g_ws.n = n;
+  g_ws.copy_bytes = copy_bytes;
+  return {};
+}
+
+// Compares the first and last sequence of `out` with a double loop over the same stored inputs.
+template <class T>
+std::string check_output(const Extent& shape, bool reverse) {
+  const int64_t len = shape.length;
+  std::vector<T> a(len), b(len), x(len);
+  for (int64_t seq : {int64_t{0}, shape.sequences() - 1}) {
+    const int64_t off = seq * len;
+    const size_t bytes = size_t(len) * sizeof(T);
+    std::string err = cuda_check(
+        cudaMemcpy(a.data(), static_cast<T*>(g_ws.gates) + off, bytes, cudaMemcpyDeviceToHost),
+        "cudaMemcpy(check)");
+    if (err.empty())
+      err = cuda_check(
+          cudaMemcpy(b.data(), static_cast<T*>(g_ws.tokens) + off, bytes, cudaMemcpyDeviceToHost),
+          "cudaMemcpy(check)");
+    if (err.empty())
+      err = cuda_check(
+          cudaMemcpy(x.data(), static_cast<T*>(g_ws.out) + off, bytes, cudaMemcpyDeviceToHost),
+          "cudaMemcpy(check)");
+    if (!err.empty()) return err;
+    double state = 0.0;
+    for (int64_t k = 0; k < len; ++k) {
+      const int64_t t = reverse ? len - 1 - k : k;
+      state = double(to_float(a[t])) * state + double(to_float(b[t]));
+      const double got = to_float(x[t]);
+      // Loose on purpose: this catches a broken kernel; the tests measure precision.
+      if (!(std::abs(got - state) <= DtypeInfo<T>::kTolerance * (std::abs(state) + 1.0))) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "wrong result: sequence %lld, t = %lld: got %.7g, want %.7g",
+                      static_cast<long long>(seq), static_cast<long long>(t), got, state);
+        return msg;
+      }
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// One benchmark row.
+
+enum class Op { kCopy, kScan, kCub, kTune };
+
+struct Summary {
+  double scan_us = NAN, copy_us = NAN, cub_us = NAN, cub_copy_us = NAN;
+};
+std::vector<std::string> g_case_order;     // case names in registration order
+std::map<std::string, Summary> g_summary;  // filled by the rows that ran
+
+std::string shape_name(const Extent& e) {
+  return std::to_string(e.batch) + "x" + std::to_string(e.channels) + "x" +
+         std::to_string(e.length);
+}
+
+template <class T>
+std::string measure_copy(double* ms) {
+  return time_median(
+      [] {
+        return cuda_check(cudaMemcpyAsync(g_ws.copy_dst, g_ws.copy_src, g_ws.copy_bytes,
+                                          cudaMemcpyDeviceToDevice, g_gpu.stream),
+                          "cudaMemcpyAsync");
+      },
+      ms);
+}
+
+template <class T>
+std::string measure_scan(const Extent& shape, bool reverse, double* ms) {
+  ascan::ScanArgs<T> args;
+  args.gates = static_cast<const T*>(g_ws.gates);
+  args.tokens = static_cast<const T*>(g_ws.tokens);
+  args.out = static_cast<T*>(g_ws.out);
+  args.shape = ascan::time_contiguous(shape.batch, shape.channels, shape.length);
+  args.reverse = reverse;
+  return time_median(
+      [&args]() -> std::string {
+        const ascan::Status st = ascan::scan(args, g_gpu.stream);
+        if (st.ok()) return {};
+        return std::string("ascan::scan: ") + st.message;
+      },
+      ms);
+}
+
+// The tuning sweep (--ascan_tune): the same call with the dispatch table's row forced, to measure
+// the crossovers recorded beside the table in include/ascan/device/dispatch/tuning.cuh.
+template <class T>
+std::string measure_row(const Extent& shape, bool reverse, int row, double* ms) {
+  ascan::ScanArgs<T> args;
+  args.gates = static_cast<const T*>(g_ws.gates);
+  args.tokens = static_cast<const T*>(g_ws.tokens);
+  args.out = static_cast<T*>(g_ws.out);
+  args.shape = ascan::time_contiguous(shape.batch, shape.channels, shape.length);
+  args.reverse = reverse;
+  if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
+  bool vector = false;
+  const auto params = ascan::detail::make_params(args, vector);
+  return time_median(
+      [&]() -> std::string {
+        return cuda_check(ascan::detail::launch_scan_row(row, reverse, vector, params, g_gpu.stream),
+                          "launch_scan_row");
+      },
+      ms);
+}
+
+template <class T>
+std::string measure_cub(const Extent& shape, double* ms) {
+  if (shape.elements() > int64_t{std::numeric_limits<uint32_t>::max()})
+    return "N exceeds the CUB baseline's 32-bit index";
+  const auto in = cub_input(static_cast<const T*>(g_ws.gates), static_cast<const T*>(g_ws.tokens),
+                            static_cast<uint32_t>(shape.length));
+  const auto out = cub_output(static_cast<T*>(g_ws.out));
+  const uint32_t n = static_cast<uint32_t>(shape.elements());
+  // Two-phase temp-storage query, allocation outside the timed region.
+  size_t temp_bytes = 0;
+  std::string err = cuda_check(
+      cub::DeviceScan::InclusiveScan(nullptr, temp_bytes, in, out, CubCompose{}, n, g_gpu.stream),
+      "cub::DeviceScan (query)");
+  if (!err.empty()) return err;
+  if (temp_bytes > g_ws.cub_temp_bytes) {
+    cudaFree(g_ws.cub_temp);
+    g_ws.cub_temp = nullptr;
+    g_ws.cub_temp_bytes = 0;
+    err = cuda_check(cudaMalloc(&g_ws.cub_temp, temp_bytes), "cudaMalloc(cub temp)");
+    if (!err.empty()) return err;
+    g_ws.cub_temp_bytes = temp_bytes;
+  }
+  return time_median(
+      [&] {
+        size_t bytes = g_ws.cub_temp_bytes;
+        return cuda_check(cub::DeviceScan::InclusiveScan(g_ws.cub_temp, bytes, in, out,
+                                                         CubCompose{}, n, g_gpu.stream),
+                          "cub::DeviceScan");
+      },
+      ms);
+}
+
+template <class T>
+void run_row(benchmark::State& state, Op op, const std::string& case_name, const Extent& shape,
+             bool reverse, int row = -1) {
+  if (const std::string& err = gpu_setup(); !err.empty()) {
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  const std::string key = std::string(DtypeInfo<T>::kName) + "/" + shape_name(shape);
+  std::string err = workspace_for<T>(key, shape);
+  double copy_ms = 0.0, op_ms = 0.0;
+  if (err.empty()) err = measure_copy<T>(&copy_ms);
+  if (err.empty() && op != Op::kCopy) {
+    // Poison the output (all-ones bytes are NaN in every dtype) so stale results cannot pass.
+    err = cuda_check(cudaMemsetAsync(g_ws.out, 0xFF, size_t(g_ws.n) * sizeof(T), g_gpu.stream),
+                     "cudaMemsetAsync(out)");
+    if (err.empty())
+      err = op == Op::kScan   ? measure_scan<T>(shape, reverse, &op_ms)
+            : op == Op::kTune ? measure_row<T>(shape, reverse, row, &op_ms)
+                              : measure_cub<T>(shape, &op_ms);
+    if (err.empty()) err = check_output<T>(shape, reverse);
+  }
+  if (!err.empty()) {
+    cudaGetLastError();  // clear a non-sticky error so the next case starts clean
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  if (op == Op::kCopy) op_ms = copy_ms;
+
+  for (auto _ : state) state.SetIterationTime(op_ms / 1e3);
+
+  const double bytes = 3.0 * double(g_ws.n) * sizeof(T);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["copy_us"] = copy_ms * 1e3;
+  if (op != Op::kCopy) {
+    state.counters["scan_us"] = op_ms * 1e3;
+    state.counters["efficiency"] = copy_ms / op_ms;
+  }
+  if (op == Op::kTune) return;
+  Summary& sum = g_summary[case_name];
+  if (op == Op::kScan) {
+    sum.scan_us = op_ms * 1e3;
+    sum.copy_us = copy_ms * 1e3;
+  } else if (op == Op::kCub) {
+    sum.cub_us = op_ms * 1e3;
+    sum.cub_copy_us = copy_ms * 1e3;
+  } else if (std::isnan(sum.copy_us)) {
+    sum.copy_us = copy_ms * 1e3;
+  }
+}
+
+template <class T>
+void register_case(const GridRow& row) {
+  const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" + shape_name(row.shape) +
+                                (row.reverse ? "/reverse" : "");
+  g_case_order.push_back(case_name);
+  auto add = [&](Op op, const char* prefix) {
+    const Extent shape = row.shape;
+    const bool reverse = row.reverse;
+    benchmark::RegisterBenchmark(
+        (std::string(prefix) + "/" + case_name).c_str(),
+        [=](benchmark::State& st) { run_row<T>(st, op, case_name, shape, reverse); })
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMicrosecond);
+  };
+  // A reverse case moves the same bytes as the forward one: its copy row would repeat.
+  if (!row.reverse) add(Op::kCopy, "copy");
+  add(Op::kScan, "scan");
+  if (!row.reverse) add(Op::kCub, "cub");
+}
+
+// Tuning rows: every row of the dispatch table that can scan this shape in one launch.
+template <class T>
+void register_tuning(const GridRow& grid_row) {
+  using Table = ascan::detail::ScanTuning<sizeof(T)>;
+  const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" +
+                                shape_name(grid_row.shape) + (grid_row.reverse ? "/reverse" : "");
+  for (int r = 0; r < Table::kCount; ++r) {
+    const auto& policy = Table::kPolicies[r];
+    if (policy.kind == ascan::detail::KernelKind::kBlock && grid_row.shape.length > policy.tile())
+      continue;
+    const Extent shape = grid_row.shape;
+    const bool reverse = grid_row.reverse;
+    benchmark::RegisterBenchmark(
+        ("tune/" + case_name + "/row" + std::to_string(r)).c_str(),
+        [=](benchmark::State& st) { run_row<T>(st, Op::kTune, case_name, shape, reverse, r); })
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+void print_summary(FILE* f) {
+  bool any = false;
+  for (const std::string& name : g_case_order) any |= g_summary.count(name) > 0;
+  if (!any) return;
+  std::fprintf(f, "\n%-26s %10s %10s %6s %10s %8s\n", "case", "scan_us", "copy_us", "eff", "cub_us",
+               "cub_eff");
+  for (const std::string& name : g_case_order) {
+    auto it = g_summary.find(name);
+    if (it == g_summary.end()) continue;
+    const Summary& s = it->second;
+    auto num = [](double v, int prec) {
+      char buf[32];
+      if (std::isnan(v))
+        std::snprintf(buf, sizeof buf, "-");
+      else
+        std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+      return std::string(buf);
+    };
+    std::fprintf(f, "%-26s %10s %10s %6s %10s %8s\n", name.c_str(), num(s.scan_us, 1).c_str(),
+                 num(s.copy_us, 1).c_str(), num(s.copy_us / s.scan_us, 3).c_str(),
+                 num(s.cub_us, 1).c_str(), num(s.cub_copy_us / s.cub_us, 3).c_str());
+  }
+}
+
+// Adds the GPU, driver and runtime to the context block of the console and JSON output.
+void add_context() {
+  benchmark::AddCustomContext("timed_reps", std::to_string(g_gpu.reps));
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    benchmark::AddCustomContext("gpu", "none");
+    return;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) {
+    benchmark::AddCustomContext("gpu", prop.name);
+    benchmark::AddCustomContext("gpu_sms", std::to_string(prop.multiProcessorCount));
+    benchmark::AddCustomContext("gpu_l2_mb", std::to_string(prop.l2CacheSize >> 20));
+  }
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  benchmark::AddCustomContext("cuda_driver", std::to_string(driver));
+  benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Our flags first (--ascan_reps=N), then Google Benchmark's; anything else is an error.
+  bool summary_to_stderr = false;
+  bool tune = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (std::strncmp(arg, "--ascan_reps=", 13) == 0) {
+      const int reps = std::atoi(arg + 13);
+      if (reps < 1) {
+        std::fprintf(stderr, "--ascan_reps needs a positive count\n");
+        return 2;
+      }
+      g_gpu.reps = reps;
+      continue;
+    }
+    if (std::strcmp(arg, "--ascan_tune") == 0) {
+      tune = true;
+      continue;
+    }
+    if (std::strcmp(arg, "--benchmark_format=json") == 0 ||
+        std::strcmp(arg, "--benchmark_format=csv") == 0)
+      summary_to_stderr = true;
+    argv[kept++] = argv[i];
+  }
+  argc = kept;
+
+  for (Dtype d : {Dtype::kF32, Dtype::kBF16, Dtype::kF16}) {
+    for (const GridRow& row : standard_grid()) {
+      if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
+      with_dtype(d, [&](auto* tag) {
+        using T = std::remove_pointer_t<decltype(tag)>;
+        if (tune)
+          register_tuning<T>(row);
+        else
+          register_case<T>(row);
+      });
+    }
+  }
+
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  add_context();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_summary(summary_to_stderr ? stderr : stdout);
+  g_ws.release();
+  gpu_teardown();
+  return 0;
+}
