@@ -449,8 +449,26 @@ std::string measure_scan(const Extent& shape, bool reverse, double* ms) {
       ms);
 }
 
-// The tuning sweep (--ascan_tune): the same call with the dispatch table's row forced, to measure
-// the crossovers recorded beside the table in include/ascan/device/dispatch/tuning.cuh.
+// The tuning sweep (--ascan_tune): the same call with a kernel of a candidate table forced, to
+// measure the choices and crossovers recorded beside the table in
+// include/ascan/device/dispatch/tuning.cuh. Items are whole 16-byte vectors (runs) per thread.
+template <int kBytes>
+struct CandidateTable {
+  using K = ascan::detail::KernelKind;
+  static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
+  static constexpr ascan::detail::ScanPolicy kPolicies[] = {
+      {0, K::kWarp, 128, 4, 2 * V},     {0, K::kWarp, 128, 8, 2 * V},
+      {0, K::kWarp, 128, 16, 2 * V},    {0, K::kWarp, 256, 32, 1 * V},
+      {0, K::kWarp, 128, 16, 1 * V},    {0, K::kWarp, 128, 32, 1 * V},
+      {0, K::kWarp, 256, 32, 2 * V},    {0, K::kWarp, 256, 32, 4 * V},
+      {0, K::kBlock, 128, 128, 2 * V},  {0, K::kBlock, 256, 256, 2 * V},
+      {0, K::kBlock, 512, 512, 2 * V},  {0, K::kBlock, 1024, 1024, 1 * V},
+      {0, K::kChunked, 128, 128, 4 * V}, {0, K::kChunked, 256, 256, 1 * V},
+      {0, K::kChunked, 256, 256, 2 * V}, {0, K::kChunked, 512, 512, 2 * V},
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+
 template <class T>
 std::string measure_row(const Extent& shape, bool reverse, int row, double* ms) {
   ascan::ScanArgs<T> args;
@@ -464,7 +482,8 @@ std::string measure_row(const Extent& shape, bool reverse, int row, double* ms) 
   const auto params = ascan::detail::make_params(args, vector);
   return time_median(
       [&]() -> std::string {
-        return cuda_check(ascan::detail::launch_scan_row(row, reverse, vector, params, g_gpu.stream),
+        return cuda_check(ascan::detail::launch_scan_row<T, CandidateTable<sizeof(T)>>(
+                              row, reverse, vector, params, g_gpu.stream),
                           "launch_scan_row");
       },
       ms);
@@ -574,10 +593,16 @@ void register_case(const GridRow& row) {
   if (!row.reverse) add(Op::kCub, "cub");
 }
 
-// Tuning rows: every row of the dispatch table that can scan this shape in one launch.
+const char* kind_name(ascan::detail::KernelKind k) {
+  return k == ascan::detail::KernelKind::kWarp    ? "warp"
+         : k == ascan::detail::KernelKind::kBlock ? "block"
+                                                  : "chunked";
+}
+
+// Tuning rows: every candidate kernel that can scan this shape in one launch.
 template <class T>
 void register_tuning(const GridRow& grid_row) {
-  using Table = ascan::detail::ScanTuning<sizeof(T)>;
+  using Table = CandidateTable<sizeof(T)>;
   const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" +
                                 shape_name(grid_row.shape) + (grid_row.reverse ? "/reverse" : "");
   for (int r = 0; r < Table::kCount; ++r) {
@@ -587,7 +612,9 @@ void register_tuning(const GridRow& grid_row) {
     const Extent shape = grid_row.shape;
     const bool reverse = grid_row.reverse;
     benchmark::RegisterBenchmark(
-        ("tune/" + case_name + "/row" + std::to_string(r)).c_str(),
+        ("tune/" + case_name + "/" + kind_name(policy.kind) + "_t" + std::to_string(policy.threads) +
+         "_l" + std::to_string(policy.lanes) + "_i" + std::to_string(policy.items))
+            .c_str(),
         [=](benchmark::State& st) { run_row<T>(st, Op::kTune, case_name, shape, reverse, r); })
         ->UseManualTime()
         ->Iterations(1)

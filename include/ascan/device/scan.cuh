@@ -21,10 +21,10 @@ template <class T>
 constexpr bool kIsScanType = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                              std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
-/// Launches the kernel of table row `kRow` with the direction and access path fixed.
-template <class T, int kRow, bool kReverse, bool kVector>
+/// Launches the kernel of row `kRow` of `Table` with the direction and access path fixed.
+template <class T, class Table, int kRow, bool kReverse, bool kVector>
 cudaError_t launch_row(const ScanParams<T>& p, cudaStream_t stream) {
-  constexpr ScanPolicy P = ScanTuning<sizeof(T)>::kPolicies[kRow];
+  constexpr ScanPolicy P = Table::kPolicies[kRow];
   constexpr int64_t kMaxGrid = INT_MAX;
   if constexpr (P.kind == KernelKind::kWarp) {
     const int64_t blocks = ceil_div(p.sequences, P.threads / P.lanes);
@@ -42,24 +42,25 @@ cudaError_t launch_row(const ScanParams<T>& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <class T, bool kReverse, bool kVector, int... kRows>
+template <class T, class Table, bool kReverse, bool kVector, int... kRows>
 cudaError_t launch_selected(int row, const ScanParams<T>& p, cudaStream_t stream,
                             std::integer_sequence<int, kRows...>) {
   cudaError_t e = cudaErrorInvalidValue;
-  ((row == kRows ? (e = launch_row<T, kRows, kReverse, kVector>(p, stream), 0) : 0), ...);
+  ((row == kRows ? (e = launch_row<T, Table, kRows, kReverse, kVector>(p, stream), 0) : 0), ...);
   return e;
 }
 
-/// Launches table row `row` (a run-time index into ScanTuning<sizeof(T)>).
-template <class T>
+/// Launches row `row` (a run-time index) of a dispatch table: ScanTuning<sizeof(T)> in the
+/// library, candidate tables in the tuning benchmark.
+template <class T, class Table = ScanTuning<sizeof(T)>>
 cudaError_t launch_scan_row(int row, bool reverse, bool vector, const ScanParams<T>& p,
                             cudaStream_t stream) {
-  using Rows = std::make_integer_sequence<int, ScanTuning<sizeof(T)>::kCount>;
+  using Rows = std::make_integer_sequence<int, Table::kCount>;
   if (reverse)
-    return vector ? launch_selected<T, true, true>(row, p, stream, Rows{})
-                  : launch_selected<T, true, false>(row, p, stream, Rows{});
-  return vector ? launch_selected<T, false, true>(row, p, stream, Rows{})
-                : launch_selected<T, false, false>(row, p, stream, Rows{});
+    return vector ? launch_selected<T, Table, true, true>(row, p, stream, Rows{})
+                  : launch_selected<T, Table, true, false>(row, p, stream, Rows{});
+  return vector ? launch_selected<T, Table, false, true>(row, p, stream, Rows{})
+                : launch_selected<T, Table, false, false>(row, p, stream, Rows{});
 }
 
 /// The kernel parameters of a validated, non-empty call, and whether it can take the vector path.

@@ -54,6 +54,25 @@ struct WarpScan {
     carry = apply(aggregate, carry);
     return incoming;
   }
+
+  /// Scan with a carry over kRuns consecutive runs of the group, lane `rank` holding x[j] of run
+  /// j (a striped tile: run j covers group positions j * kLanes ... j * kLanes + kLanes - 1; in
+  /// a reverse scan run kRuns - 1 is earliest). The runs' shuffles are independent, so they
+  /// overlap. incoming[j] gets the state entering this lane's pair of run j; `carry` advances
+  /// past all runs.
+  template <int kRuns>
+  static __device__ __forceinline__ void scan_state(const Affine<C> (&x)[kRuns],
+                                                    C (&incoming)[kRuns], C& carry) {
+    Affine<C> exclusive[kRuns], aggregate[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) exclusive_scan(x[j], exclusive[j], aggregate[j]);
+#pragma unroll
+    for (int k = 0; k < kRuns; ++k) {
+      const int j = kReverse ? kRuns - 1 - k : k;
+      incoming[j] = apply(exclusive[j], carry);
+      carry = apply(aggregate[j], carry);
+    }
+  }
 };
 
 }  // namespace ascan

@@ -1,13 +1,14 @@
 // ascan/device/dispatch/scan_kernels.cuh: the forward-scan kernels.
 //
 // All three kernels run one routine, scan_sequence: a group of threads (some lanes of a warp, or
-// a whole block) walks one sequence tile by tile. Per tile each thread
-//   1. loads its `kItems` consecutive steps (16-byte vectors where the whole vector is inside the
-//      sequence, guarded scalars at its two ends),
-//   2. folds them into one Affine pair (thread layer),
-//   3. scans the pairs of the group with the carried state (warp or block layer), which yields
-//      the state entering this thread and advances the carry past the tile,
-//   4. runs the recurrence over its items from that state and stores them, rounded once.
+// a whole block) walks one sequence tile by tile. A tile is a few runs of one 16-byte vector per
+// thread (striped: each warp-wide load is contiguous). Per tile each thread
+//   1. loads its vector of every run (whole vectors inside the sequence in one 16-byte access,
+//      guarded scalars at the sequence's two ends),
+//   2. folds each vector's steps into one Affine pair (thread layer),
+//   3. scans the group's pairs, all runs at once, with the carried state (warp or block layer),
+//      which yields the state entering each of its vectors and advances the carry past the tile,
+//   4. runs the recurrence over each vector from that state and stores it, rounded once.
 // The next tile's loads are issued before the current tile is scanned.
 //
 // Tiles are laid on a grid anchored at the 16-byte boundary at or before the sequence's first
@@ -50,52 +51,52 @@ struct ScanParams {
 template <class T, bool kVector>
 constexpr int kAccessItems = kVector ? static_cast<int>(16 / sizeof(T)) : 1;
 
-/// Loads elements [v0, v0 + kItems) of a sequence whose element v lives at `p[v]`; positions
-/// outside [lo, hi) are not read and take `fill`.
-template <int kItems, bool kVector, class T>
-__device__ __forceinline__ void load_tile_items(const T* p, int64_t v0, int64_t lo, int64_t hi,
-                                                T (&r)[kItems], T fill) {
-  constexpr int kVec = kAccessItems<T, kVector>;
-  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+/// Loads the `kVec` elements [v, v + kVec) of a sequence whose element v lives at `p[v]`: one
+/// 16-byte load when all of them lie inside [lo, hi), else guarded scalars; positions outside
+/// [lo, hi) are not read and take `fill`.
+template <int kVec, class T>
+__device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, int64_t hi,
+                                            T (&r)[kVec], T fill) {
+  if (kVec > 1 && v >= lo && v + kVec <= hi) {
+    static_assert(kVec == 1 || kVec * sizeof(T) == 16, "vectors are 16 bytes");
+    *reinterpret_cast<uint4*>(r) = __ldg(reinterpret_cast<const uint4*>(p + v));
+  } else {
 #pragma unroll
-  for (int j = 0; j < kItems; j += kVec) {
-    const int64_t v = v0 + j;
-    if (kVec > 1 && v >= lo && v + kVec <= hi) {
-      *reinterpret_cast<uint4*>(&r[j]) = __ldg(reinterpret_cast<const uint4*>(p + v));
-    } else {
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) r[j + i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
-    }
+    for (int i = 0; i < kVec; ++i) r[i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
   }
 }
 
-/// Stores elements [v0, v0 + kItems) to `p[v]`, only those inside [lo, hi).
-template <int kItems, bool kVector, class T>
-__device__ __forceinline__ void store_tile_items(T* p, int64_t v0, int64_t lo, int64_t hi,
-                                                 const T (&r)[kItems]) {
-  constexpr int kVec = kAccessItems<T, kVector>;
+/// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]`.
+template <int kVec, class T>
+__device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_t hi,
+                                             const T (&r)[kVec]) {
+  if (kVec > 1 && v >= lo && v + kVec <= hi) {
+    *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(r);
+  } else {
 #pragma unroll
-  for (int j = 0; j < kItems; j += kVec) {
-    const int64_t v = v0 + j;
-    if (kVec > 1 && v >= lo && v + kVec <= hi) {
-      *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(&r[j]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kVec; ++i)
-        if (v + i >= lo && v + i < hi) p[v + i] = r[j + i];
-    }
+    for (int i = 0; i < kVec; ++i)
+      if (v + i >= lo && v + i < hi) p[v + i] = r[i];
   }
 }
 
 /// Scans sequence `seq` with a group of `kLanes` threads, this one at position `rank`. `group`
-/// provides scan_state (WarpScan or BlockScan). With `active` false the group still takes part
-/// in every shuffle and barrier but reads and writes nothing. `kOneTile`: the dispatch
-/// guarantees span_bound <= tile.
+/// provides the striped scan_state of WarpScan or BlockScan. With `active` false the group still
+/// takes part in every shuffle and barrier but reads and writes nothing. `kOneTile`: the
+/// dispatch guarantees span_bound <= tile.
+///
+/// A tile is kRuns runs of kLanes vectors (kVec elements each: 16 bytes, or one element on the
+/// scalar path); lane r holds vector r of every run. So each load instruction of a warp reads
+/// one contiguous stretch (fully coalesced), and each thread still has kRuns independent loads
+/// per stream in flight.
 template <class T, int kLanes, int kItems, bool kReverse, bool kVector, bool kOneTile, class Group>
 __device__ __forceinline__ void scan_sequence(const ScanParams<T>& p, int64_t seq, bool active,
                                               int rank, Group& group) {
   using C = compute_t<T>;
-  constexpr int64_t kTile = int64_t(kLanes) * kItems;
+  constexpr int kVec = kAccessItems<T, kVector>;
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kRuns = kItems / kVec;
+  constexpr int64_t kRun = int64_t(kLanes) * kVec;
+  constexpr int64_t kTile = kRun * kRuns;
 
   const int64_t bi = active ? seq / p.channels : 0;
   const int64_t ci = active ? seq - bi * p.channels : 0;
@@ -120,35 +121,49 @@ __device__ __forceinline__ void scan_sequence(const ScanParams<T>& p, int64_t se
   const T one = to_storage<T>(C(1));
   const T zero = to_storage<T>(C(0));
   const int64_t tiles = kOneTile ? 1 : (p.span_bound + kTile - 1) / kTile;
-  auto tile_start = [&](int64_t k) {
-    return (kReverse ? tiles - 1 - k : k) * kTile + int64_t(rank) * kItems;
+  // Grid position of this thread's vector in run j of the k-th tile in scan order.
+  auto position = [&](int64_t k, int j) {
+    return (kReverse ? tiles - 1 - k : k) * kTile + j * kRun + int64_t(rank) * kVec;
   };
 
-  alignas(16) T ga[kItems];
-  alignas(16) T xa[kItems];
-  load_tile_items<kItems, kVector>(g, tile_start(0), lo, hi, ga, one);
-  load_tile_items<kItems, kVector>(x, tile_start(0), lo, hi, xa, zero);
+  alignas(16) T ga[kRuns][kVec];
+  alignas(16) T xa[kRuns][kVec];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) {
+    load_vector<kVec>(g, position(0, j), lo, hi, ga[j], one);
+    load_vector<kVec>(x, position(0, j), lo, hi, xa[j], zero);
+  }
 
 #pragma unroll 1
   for (int64_t k = 0; k < tiles; ++k) {
-    const int64_t v0 = tile_start(k);
-    C a[kItems], b[kItems];
+    C a[kRuns][kVec], b[kRuns][kVec];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      a[i] = to_compute<C>(ga[i]);
-      b[i] = to_compute<C>(xa[i]);
-    }
+    for (int j = 0; j < kRuns; ++j)
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        a[j][i] = to_compute<C>(ga[j][i]);
+        b[j][i] = to_compute<C>(xa[j][i]);
+      }
     if (!kOneTile && k + 1 < tiles) {  // the next tile's loads go out before this one's scan
-      load_tile_items<kItems, kVector>(g, tile_start(k + 1), lo, hi, ga, one);
-      load_tile_items<kItems, kVector>(x, tile_start(k + 1), lo, hi, xa, zero);
-    }
-    const Affine<C> aggregate = thread_reduce<kReverse>(a, b);
-    const C incoming = group.scan_state(aggregate, carry);
-    thread_scan<kReverse>(incoming, a, b);
-    alignas(16) T ya[kItems];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) ya[i] = to_storage<T>(b[i]);
-    store_tile_items<kItems, kVector>(o, v0, lo, hi, ya);
+      for (int j = 0; j < kRuns; ++j) {
+        load_vector<kVec>(g, position(k + 1, j), lo, hi, ga[j], one);
+        load_vector<kVec>(x, position(k + 1, j), lo, hi, xa[j], zero);
+      }
+    }
+    Affine<C> aggregate[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) aggregate[j] = thread_reduce<kReverse>(a[j], b[j]);
+    C incoming[kRuns];
+    group.scan_state(aggregate, incoming, carry);
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      thread_scan<kReverse>(incoming[j], a[j], b[j]);
+      alignas(16) T ya[kVec];
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) ya[i] = to_storage<T>(b[j][i]);
+      store_vector<kVec>(o, position(k, j), lo, hi, ya);
+    }
   }
 
   if (active && rank == 0 && p.final_state != nullptr)
@@ -179,7 +194,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, int kThreads, int kItems, bool kReverse, bool kVector>
 __global__ void __launch_bounds__(kThreads)
     block_scan_kernel(const ScanParams<T> p) {
-  using Group = BlockScan<compute_t<T>, kThreads, kReverse>;
+  using Group = BlockScan<compute_t<T>, kThreads, kReverse, kItems / kAccessItems<T, kVector>>;
   __shared__ typename Group::TempStorage storage;
   Group group(storage);
   for (int64_t seq = blockIdx.x; seq < p.sequences; seq += gridDim.x)
@@ -190,7 +205,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, int kThreads, int kItems, bool kReverse, bool kVector>
 __global__ void __launch_bounds__(kThreads)
     chunked_scan_kernel(const ScanParams<T> p) {
-  using Group = BlockScan<compute_t<T>, kThreads, kReverse>;
+  using Group = BlockScan<compute_t<T>, kThreads, kReverse, kItems / kAccessItems<T, kVector>>;
   __shared__ typename Group::TempStorage storage;
   Group group(storage);
   for (int64_t seq = blockIdx.x; seq < p.sequences; seq += gridDim.x)

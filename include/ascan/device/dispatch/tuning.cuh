@@ -12,9 +12,9 @@
 //   kChunked  one sequence per block, walked tile by tile with a carried state, the next tile's
 //             loads in flight while the current one is scanned.
 //
-// Every thread holds `items` consecutive elements: 32 bytes of each stream (two 16-byte vectors
-// of float, one of double... ), enough independent loads in flight to cover DRAM latency at full
-// occupancy. Crossovers were measured on the H200; see bench/RESULTS.md ("tuning sweep").
+// Every thread holds `items` elements per tile, in whole 16-byte vectors striped across its group
+// so that each warp-wide load is one contiguous stretch. Crossovers were measured on the H200;
+// see bench/RESULTS.md ("tuning sweep").
 #pragma once
 
 #include <cstdint>
@@ -30,24 +30,64 @@ struct ScanPolicy {
   KernelKind kind;
   int threads;  ///< threads per block
   int lanes;    ///< threads per sequence (kWarp: a power of two <= 32; else == threads)
-  int items;    ///< consecutive elements per thread per tile
+  int items;    ///< elements per thread per tile (whole 16-byte vectors)
   constexpr int tile() const { return lanes * items; }
 };
 
-/// The dispatch table for elements of `kBytes` bytes. Items per thread are 32 bytes' worth.
+/// The dispatch table for elements of `kBytes` bytes: rows (max_span, kind, threads, lanes,
+/// items). Items per thread are whole 16-byte vectors, striped across the group (see
+/// scan_kernels.cuh). Rows chosen from the sweep in bench/RESULTS.md ("tuning sweep", H200,
+/// (8, 1536, T)): the best candidate per length, preferring one tile per sequence up to 2-4K
+/// elements and 128-256-thread blocks walking tiles beyond. Lengths below 128 are not in the
+/// sweep; their rows keep one tile per sequence with the fewest lanes that cover it.
 template <int kBytes>
-struct ScanTuning {
-  static constexpr int kItems = 32 / kBytes;
-  static constexpr int64_t kMax = INT64_MAX;
+struct ScanTuning;
+
+/// 4-byte elements (float): a vector is 4 elements.
+template <>
+struct ScanTuning<4> {
   static constexpr ScanPolicy kPolicies[] = {
-      {4 * kItems, KernelKind::kWarp, 128, 4, kItems},
-      {8 * kItems, KernelKind::kWarp, 128, 8, kItems},
-      {16 * kItems, KernelKind::kWarp, 256, 16, kItems},
-      {64 * kItems, KernelKind::kWarp, 256, 32, kItems},
-      {128 * kItems, KernelKind::kBlock, 128, 128, kItems},
-      {256 * kItems, KernelKind::kBlock, 256, 256, kItems},
-      {512 * kItems, KernelKind::kBlock, 512, 512, kItems},
-      {kMax, KernelKind::kChunked, 256, 256, kItems},
+      {32, KernelKind::kWarp, 128, 4, 8},          // tile 32
+      {64, KernelKind::kWarp, 128, 8, 8},          // tile 64
+      {128, KernelKind::kWarp, 128, 16, 8},        // tile 128            sweep: 0.92
+      {512, KernelKind::kWarp, 256, 32, 8},        // tile 256, 1-2 tiles sweep: 0.91, 0.96
+      {1024, KernelKind::kBlock, 128, 128, 8},     // tile 1024           sweep: 0.96
+      {2048, KernelKind::kBlock, 256, 256, 8},     // tile 2048           sweep: 1.00
+      {4096, KernelKind::kChunked, 256, 256, 8},   // 2 tiles             sweep: 1.00
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 4},  //                 sweep: 0.97-0.99
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+
+/// 2-byte elements (half, bfloat16): a vector is 8 elements.
+template <>
+struct ScanTuning<2> {
+  static constexpr ScanPolicy kPolicies[] = {
+      {64, KernelKind::kWarp, 128, 8, 8},          // tile 64
+      {128, KernelKind::kWarp, 128, 16, 8},        // tile 128
+      {256, KernelKind::kWarp, 128, 8, 16},        // tile 128, 2 tiles   sweep: 0.91
+      {512, KernelKind::kWarp, 128, 16, 16},       // tile 256, 2 tiles   sweep: 0.93
+      {1024, KernelKind::kWarp, 256, 32, 16},      // tile 512, 2 tiles   sweep: 0.92
+      {2048, KernelKind::kBlock, 128, 128, 16},    // tile 2048           sweep: 0.99
+      {4096, KernelKind::kBlock, 256, 256, 16},    // tile 4096           sweep: 0.94
+      {8192, KernelKind::kChunked, 128, 128, 32},  // 2 tiles             sweep: 0.99
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 16},  //                sweep: 0.98
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+
+/// 8-byte elements (double): a vector is 2 elements; the float rows by bytes (not swept).
+template <>
+struct ScanTuning<8> {
+  static constexpr ScanPolicy kPolicies[] = {
+      {16, KernelKind::kWarp, 128, 4, 4},
+      {32, KernelKind::kWarp, 128, 8, 4},
+      {64, KernelKind::kWarp, 128, 16, 4},
+      {256, KernelKind::kWarp, 256, 32, 4},
+      {512, KernelKind::kBlock, 128, 128, 4},
+      {1024, KernelKind::kBlock, 256, 256, 4},
+      {2048, KernelKind::kChunked, 256, 256, 4},
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 2},
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };

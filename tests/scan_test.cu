@@ -1,0 +1,798 @@
+// tests/scan_test.cu: the forward scan on the GPU against the double reference.
+//
+// Typed over float, double, __half and __nv_bfloat16. Each case draws fresh inputs (its seed is
+// in every failure message), poisons the output and all padding, scans, and then checks
+//   - every element of every sequence against the reference run in double on the stored inputs
+//     (relative L2 per sequence; see test_util.cuh for the tolerances),
+//   - that nothing outside the sequences was written (padding and the bytes in front of a
+//     misaligned pointer are still poison) and the inputs are unchanged,
+//   - the final states, and that the runtime holds no pending error.
+//
+// Tests named Small* keep every case under about 64K elements and between them reach every
+// kernel path (warp, block and chunked rows, vector and scalar access, both directions, in place,
+// misaligned, strided, states); run them under compute-sanitizer with --gtest_filter='*Small*'.
+#include <ascan/ascan.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.cuh"
+
+namespace ascan::test {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// One case
+
+/// What one scan call looks like: sizes, layout, direction, aliasing, alignment and states.
+struct Case {
+  int64_t batch = 1;
+  int64_t channels = 1;
+  int64_t length = 1;
+  int64_t channel_stride = -1;  ///< -1: length (packed)
+  int64_t batch_stride = -1;    ///< -1: channels * channel_stride (packed)
+  Gates gates = Gates::kUniform01;
+  bool reverse = false;
+  bool in_place = false;  ///< out == tokens
+  // Elements between a cudaMalloc base (256-byte aligned) and the pointer passed.
+  int64_t gates_offset = 0;
+  int64_t tokens_offset = 0;
+  int64_t out_offset = 0;  ///< ignored in place
+  bool initial_state = false;
+  bool final_state = false;
+  StateLayout state_layout{};
+  bool own_stream = false;  ///< a non-blocking stream instead of stream 0
+
+  int64_t cs() const { return channel_stride < 0 ? length : channel_stride; }
+  int64_t bs() const { return batch_stride < 0 ? channels * cs() : batch_stride; }
+  Shape shape() const { return Shape{batch, channels, length, bs(), cs(), 1}; }
+  /// Elements from the first to one past the last element of the view.
+  int64_t footprint() const {
+    if (batch == 0 || channels == 0 || length == 0) return 0;
+    return (batch - 1) * bs() + (channels - 1) * cs() + length;
+  }
+  StateLayout states() const {
+    if (state_layout.batch_stride < 0 && state_layout.channel_stride < 0)
+      return StateLayout{channels, 1};
+    return state_layout;
+  }
+  int64_t state_footprint() const {
+    if (batch == 0 || channels == 0) return 0;
+    const StateLayout s = states();
+    return (batch - 1) * s.batch_stride + (channels - 1) * s.channel_stride + 1;
+  }
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << "T=" << length << " B=" << batch << " C=" << channels;
+    if (channel_stride >= 0 || batch_stride >= 0)
+      s << " strides(b=" << bs() << ",c=" << cs() << ")";
+    s << " gates=" << gates_name(gates) << (reverse ? " reverse" : " forward");
+    if (in_place) s << " in-place";
+    if (gates_offset || tokens_offset || (out_offset && !in_place))
+      s << " offsets(g=" << gates_offset << ",x=" << tokens_offset << ",o=" << out_offset << ")";
+    if (initial_state) s << " h0";
+    if (final_state) s << " final";
+    if ((initial_state || final_state) &&
+        (state_layout.batch_stride >= 0 || state_layout.channel_stride >= 0))
+      s << " state-strides(b=" << states().batch_stride << ",c=" << states().channel_stride << ")";
+    if (own_stream) s << " own-stream";
+    return s.str();
+  }
+};
+
+Case shape_case(int64_t length, int64_t batch, int64_t channels) {
+  Case c;
+  c.length = length;
+  c.batch = batch;
+  c.channels = channels;
+  return c;
+}
+
+/// The largest (B, C) with B * C <= 12288 sequences and about 2M elements (at least one
+/// sequence), so that host time stays O(2M) per case whatever the length.
+Case budget_case(int64_t length) {
+  constexpr int64_t kElements = int64_t(1) << 21;
+  const int64_t n = std::clamp<int64_t>(kElements / length, 1, 12288);
+  const int64_t b = std::min<int64_t>(n, 8);
+  return shape_case(length, b, n / b);
+}
+
+template <class F>
+void for_each_sequence(const Case& c, F&& f) {
+  const int64_t bs = c.bs(), cs = c.cs();
+  const StateLayout st = c.states();
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t ch = 0; ch < c.channels; ++ch)
+      f(b, ch, b * bs + ch * cs, b * st.batch_stride + ch * st.channel_stride);
+}
+
+/// A case's host inputs and device buffers. Host arrays cover the view's footprint; cells that
+/// belong to no sequence hold poison, on the device as on the host.
+template <class T>
+struct Run {
+  Case c;
+  std::vector<uint8_t> in_sequence;  ///< per footprint cell
+  std::vector<T> gates, tokens, h0;  ///< host copies of what was uploaded
+  DeviceBuffer<T> gates_d, tokens_d, out_d, h0_d, final_d;
+  ScanArgs<T> args;
+  int64_t out_offset() const { return c.in_place ? c.tokens_offset : c.out_offset; }
+  const DeviceBuffer<T>& out_buffer() const { return c.in_place ? tokens_d : out_d; }
+};
+
+/// Draws inputs, uploads them, poisons every output and padding cell, and fills in the args.
+/// Synchronizes the device at the end, so a non-blocking stream sees all of it.
+template <class T>
+void prepare(const Case& c, Rng& rng, Run<T>& r) {
+  r.c = c;
+  const int64_t foot = c.footprint();
+  const T poison = poison_value<T>();
+  r.in_sequence.assign(foot, 0);
+  r.gates.assign(foot, poison);
+  r.tokens.assign(foot, poison);
+  for_each_sequence(c, [&](int64_t, int64_t, int64_t base, int64_t) {
+    std::fill_n(r.in_sequence.begin() + base, c.length, uint8_t{1});
+    for (int64_t t = 0; t < c.length; ++t) {
+      r.gates[base + t] = from_double<T>(draw_gate(rng, c.gates));
+      r.tokens[base + t] = from_double<T>(draw_token(rng));
+    }
+  });
+
+  ASSERT_TRUE(r.gates_d.allocate(foot + c.gates_offset));
+  ASSERT_TRUE(r.gates_d.poison());
+  ASSERT_TRUE(r.gates_d.upload(r.gates, c.gates_offset));
+  ASSERT_TRUE(r.tokens_d.allocate(foot + c.tokens_offset));
+  ASSERT_TRUE(r.tokens_d.poison());
+  ASSERT_TRUE(r.tokens_d.upload(r.tokens, c.tokens_offset));
+  if (!c.in_place) {
+    ASSERT_TRUE(r.out_d.allocate(foot + c.out_offset));
+    ASSERT_TRUE(r.out_d.poison());
+  }
+
+  ScanArgs<T>& a = r.args;
+  a.gates = r.gates_d.get() + c.gates_offset;
+  a.tokens = r.tokens_d.get() + c.tokens_offset;
+  a.out = c.in_place ? r.tokens_d.get() + c.tokens_offset : r.out_d.get() + c.out_offset;
+  a.shape = c.shape();
+  a.reverse = c.reverse;
+  a.state_layout = c.state_layout;
+
+  const int64_t sfoot = c.state_footprint();
+  if (c.initial_state) {
+    r.h0.assign(sfoot, poison);
+    for_each_sequence(c, [&](int64_t, int64_t, int64_t, int64_t s) {
+      r.h0[s] = from_double<T>(rng.uniform(-1.0, 1.0));
+    });
+    ASSERT_TRUE(r.h0_d.allocate(sfoot));
+    ASSERT_TRUE(r.h0_d.upload(r.h0));
+    a.initial_state = r.h0_d.get();
+  }
+  if (c.final_state) {
+    ASSERT_TRUE(r.final_d.allocate(sfoot));
+    ASSERT_TRUE(r.final_d.poison());
+    a.final_state = r.final_d.get();
+  }
+  ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after setup)"));
+}
+
+/// Scans on `stream` and waits for it.
+template <class T>
+void launch(const Run<T>& r, cudaStream_t stream) {
+  ASSERT_TRUE(can_implement(r.args).ok()) << can_implement(r.args).message;
+  const Status s = scan(r.args, stream);
+  ASSERT_TRUE(s.ok()) << "scan failed: " << s.message;
+  ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (after scan)"));
+  ASSERT_TRUE(no_pending_cuda_error());
+}
+
+/// Counts cells of `got` that differ bitwise from `want`, reporting the first.
+template <class T>
+void expect_unchanged(const std::vector<T>& got, const std::vector<T>& want, int64_t offset,
+                      const char* what) {
+  int64_t bad = 0, first = -1;
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!bitwise_equal(got[offset + i], want[i]) && bad++ == 0) first = static_cast<int64_t>(i);
+  EXPECT_EQ(bad, 0) << what << " changed in " << bad << " cells; first at " << first << ": "
+                    << to_double(got[offset + first]) << " (was " << to_double(want[first]) << ")";
+}
+
+/// Checks everything a scan of `r` must have done, and not done.
+template <class T>
+void verify(const Run<T>& r) {
+  const Case& c = r.c;
+  const int64_t foot = c.footprint();
+  const int64_t off = r.out_offset();
+
+  std::vector<T> out;
+  ASSERT_TRUE(r.out_buffer().download(out));
+
+  // Nothing written outside the sequences: not in front of the pointer, not in the padding.
+  {
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < off; ++i)
+      if (!is_poison(out[i]) && bad++ == 0) first = i - off;
+    for (int64_t i = 0; i < foot; ++i)
+      if (!r.in_sequence[i] && !is_poison(out[off + i]) && bad++ == 0) first = i;
+    EXPECT_EQ(bad, 0) << "the scan wrote " << bad << " cells outside the sequences; first at "
+                      << first << " elements from out";
+  }
+  // The inputs are unchanged (tokens are the output in place).
+  {
+    std::vector<T> g;
+    ASSERT_TRUE(r.gates_d.download(g));
+    expect_unchanged(g, r.gates, c.gates_offset, "gates");
+    if (!c.in_place) {
+      std::vector<T> x;
+      ASSERT_TRUE(r.tokens_d.download(x));
+      expect_unchanged(x, r.tokens, c.tokens_offset, "tokens");
+    }
+    if (c.initial_state) {
+      std::vector<T> h;
+      ASSERT_TRUE(r.h0_d.download(h));
+      expect_unchanged(h, r.h0, 0, "initial_state");
+    }
+  }
+
+  std::vector<T> fin;
+  if (c.final_state) ASSERT_TRUE(r.final_d.download(fin));
+  Reference ref;
+  ErrorSums total;
+  std::vector<double> fin_exact, fin_scale;
+  std::vector<T> fin_got, fin_last;
+  std::vector<uint8_t> state_used(fin.size(), 0);
+  FailureLog log;
+  for_each_sequence(c, [&](int64_t bi, int64_t ci, int64_t base, int64_t s) {
+    const double h0 = c.initial_state ? to_double(r.h0[s]) : 0.0;
+    ref.run(r.gates.data() + base, r.tokens.data() + base, c.length, c.reverse, h0);
+    const SequenceCheck k =
+        check_sequence(out.data() + off + base, ref.exact(), ref.scale(), c.length, &total);
+    if (!k.ok) {
+      std::ostringstream where;
+      where << "sequence (b=" << bi << ", c=" << ci << ")";
+      log.add(where.str(), k.message);
+    }
+    if (c.final_state) {
+      const int64_t last = c.reverse ? 0 : c.length - 1;
+      fin_exact.push_back(ref.exact()[last]);
+      fin_scale.push_back(ref.scale()[last]);
+      fin_got.push_back(fin[s]);
+      fin_last.push_back(out[off + base + last]);
+      state_used[s] = 1;
+    }
+  });
+  if (log.count() == 0) {
+    const SequenceCheck k = check_total<T>(total);
+    EXPECT_TRUE(k.ok) << k.message;
+  }
+
+  if (c.final_state) {
+    // The final states are judged as one vector, like a sequence; one that equals its sequence's
+    // last output bitwise is as good as that output (which was checked above).
+    const SequenceCheck k = check_sequence(fin_got.data(), fin_exact.data(), fin_scale.data(),
+                                           static_cast<int64_t>(fin_got.size()));
+    bool all_equal_last = true;
+    for (size_t i = 0; i < fin_got.size(); ++i)
+      all_equal_last = all_equal_last && bitwise_equal(fin_got[i], fin_last[i]);
+    EXPECT_TRUE(k.ok || all_equal_last) << "final_state: " << k.message;
+    int64_t bad = 0;
+    for (size_t i = 0; i < fin.size(); ++i) bad += !state_used[i] && !is_poison(fin[i]);
+    EXPECT_EQ(bad, 0) << "the scan wrote " << bad << " cells of final_state between states";
+  }
+}
+
+/// Prepares, scans and verifies one case with a fresh seed.
+template <class T>
+void run_case(const Case& c) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note(c.describe(), seed));
+  Rng rng(seed);
+  Run<T> r;
+  ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+  Stream stream;
+  if (c.own_stream) ASSERT_TRUE(stream.create());
+  ASSERT_NO_FATAL_FAILURE(launch(r, stream.get()));
+  ASSERT_NO_FATAL_FAILURE(verify(r));
+}
+
+template <class T>
+void run_cases(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    run_case<T>(c);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Case lists
+
+constexpr int64_t kLengths[] = {1,    2,    31,   32,    33,    127,   128,
+                                1000, 2047, 4096, 65535, 65536, 65537, 1000003};
+constexpr int64_t kSmallLengths[] = {1, 2, 31, 32, 33, 127, 128, 1000, 2047, 4096};
+
+/// Every length, each with one sequence, six, and as many as the element budget allows.
+std::vector<Case> length_cases(bool reverse) {
+  std::vector<Case> cases;
+  for (int64_t t : kLengths) {
+    for (Case c : {shape_case(t, 1, 1), shape_case(t, 2, 3), budget_case(t)}) {
+      if (t > 100000 && c.batch * c.channels == 6) continue;  // budget_case covers it
+      c.reverse = reverse;
+      c.own_stream = reverse;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+template <class T>
+class ScanTest : public RequiresGpu<> {};
+
+using ScanTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
+TYPED_TEST_SUITE(ScanTest, ScanTypes);  // ctest names them ScanTest.<Test><float> etc.
+
+// ---------------------------------------------------------------------------------------------
+// Small shapes: each case under ~64K elements; together every path.
+
+TYPED_TEST(ScanTest, SmallLengths) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true})
+    for (int64_t t : kSmallLengths) {
+      std::vector<Case> shapes = {shape_case(t, 1, 1), shape_case(t, 2, 3)};
+      if (t <= 128) shapes.push_back(shape_case(t, 8, 64));  // many sequences per block
+      for (Case c : shapes) {
+        c.reverse = reverse;
+        cases.push_back(c);
+      }
+    }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, SmallLongSequence) {
+  // Past one tile of every type, so the chunked kernel runs (its carry, its prefetch).
+  std::vector<Case> cases;
+  for (int64_t t : {8193, 65537})
+    for (bool reverse : {false, true}) {
+      Case c = shape_case(t, 1, 1);
+      c.reverse = reverse;
+      cases.push_back(c);
+      c.in_place = true;
+      c.tokens_offset = 1;
+      c.own_stream = true;
+      cases.push_back(c);
+      c.in_place = false;
+      c.tokens_offset = 0;
+      c.gates_offset = c.out_offset = 3;
+      c.initial_state = c.final_state = true;
+      cases.push_back(c);
+    }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, SmallGateDistributions) {
+  std::vector<Case> cases;
+  for (Gates g : kAllGates)
+    for (bool reverse : {false, true})
+      for (Case c : {shape_case(33, 8, 32), shape_case(1000, 2, 3), shape_case(4096, 1, 3)}) {
+        c.gates = g;
+        c.reverse = reverse;
+        c.initial_state = true;
+        cases.push_back(c);
+      }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, SmallInPlace) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true})
+    for (int64_t t : {1, 33, 1000, 4096}) {
+      Case c = shape_case(t, 2, 3);
+      c.in_place = true;
+      c.reverse = reverse;
+      cases.push_back(c);
+      c.tokens_offset = 1;  // in place and misaligned
+      c.gates_offset = 1;
+      cases.push_back(c);
+    }
+  run_cases<TypeParam>(cases);
+}
+
+/// Offsets (gates, tokens, out) in elements from an aligned base: all three alike (the vector
+/// path with a lead), each alone (the scalar path), all different.
+constexpr int64_t kOffsets[][3] = {{1, 1, 1}, {1, 0, 0}, {0, 1, 0},
+                                   {0, 0, 1}, {3, 5, 7}, {8, 8, 8}};
+
+TYPED_TEST(ScanTest, SmallMisaligned) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true})
+    for (int64_t t : {1, 31, 33, 1000, 4096})
+      for (const auto& o : kOffsets) {
+        Case c = shape_case(t, 2, 3);
+        c.gates_offset = o[0];
+        c.tokens_offset = o[1];
+        c.out_offset = o[2];
+        c.reverse = reverse;
+        cases.push_back(c);
+      }
+  // Aligned pointers, but rows that start at every misalignment (odd channel stride).
+  for (bool rev : {false, true}) {
+    Case c = shape_case(1001, 2, 5);
+    c.channel_stride = 1003;
+    c.reverse = rev;
+    cases.push_back(c);
+  }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, SmallStrided) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true}) {
+    std::vector<Case> dir;
+    Case c = shape_case(100, 3, 5);  // padding after each sequence and after each batch
+    c.channel_stride = 107;
+    c.batch_stride = 5 * 107 + 13;
+    dir.push_back(c);
+    c = shape_case(1000, 2, 3);  // padding that keeps rows 16-byte aligned
+    c.channel_stride = 1024;
+    c.batch_stride = 3 * 1024 + 64;
+    dir.push_back(c);
+    c = shape_case(33, 4, 16);  // only the batch padded
+    c.batch_stride = 16 * 33 + 1;
+    dir.push_back(c);
+    c = shape_case(200, 3, 4);  // channels outside batch: memory (C, B, T), padded
+    c.batch_stride = 205;
+    c.channel_stride = 3 * 205;
+    dir.push_back(c);
+    c = shape_case(4096, 2, 2);  // rows at odd offsets
+    c.channel_stride = 4097;
+    c.batch_stride = 2 * 4097 + 5;
+    dir.push_back(c);
+    for (Case& k : dir) k.reverse = reverse;
+    cases.insert(cases.end(), dir.begin(), dir.end());
+  }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, SmallSizeOneDimsIgnoreStrides) {
+  // A dimension of size 1 never steps, so its stride means nothing (PyTorch hands out such
+  // views, e.g. after unsqueeze): zero or tiny strides there are valid.
+  std::vector<Case> cases;
+  for (bool reverse : {false, true}) {
+    Case c = shape_case(500, 1, 3);
+    c.batch_stride = 0;
+    c.reverse = reverse;
+    cases.push_back(c);
+    c = shape_case(500, 3, 1);
+    c.channel_stride = 0;
+    c.reverse = reverse;
+    cases.push_back(c);
+    c = shape_case(500, 1, 1);
+    c.channel_stride = 1;
+    c.batch_stride = 7;
+    c.reverse = reverse;
+    cases.push_back(c);
+  }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, SmallStates) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true})
+    for (int64_t t : {1, 33, 4096})
+      for (int which = 0; which < 3; ++which)  // h0 only, final only, both
+        for (bool custom : {false, true}) {
+          Case c = shape_case(t, 2, 3);
+          c.reverse = reverse;
+          c.initial_state = which != 1;
+          c.final_state = which != 0;
+          if (custom) c.state_layout = StateLayout{2 * 3 + 1, 2};
+          cases.push_back(c);
+        }
+  Case c = shape_case(1000, 3, 4);  // states with the (C, B) order and in place
+  c.initial_state = c.final_state = true;
+  c.state_layout = StateLayout{1, 3};
+  c.in_place = true;
+  cases.push_back(c);
+  c.reverse = true;
+  c.own_stream = true;
+  cases.push_back(c);
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, SmallManySequences) {
+  // More sequences than 65535: a grid that used y or z for sequences would miss some.
+  std::vector<Case> cases = {shape_case(1, 1, 66000), shape_case(1, 3, 22000)};
+  cases[1].reverse = true;
+  run_cases<TypeParam>(cases);
+}
+
+/// An empty shape succeeds, and neither reads nor writes: poisoned buffers stay poisoned, and
+/// null pointers are fine.
+TYPED_TEST(ScanTest, SmallEmpty) {
+  using T = TypeParam;
+  constexpr size_t kCells = 64;
+  DeviceBuffer<T> gates, tokens, out, h0, fin;
+  for (DeviceBuffer<T>* b : {&gates, &tokens, &out, &h0, &fin}) {
+    ASSERT_TRUE(b->allocate(kCells));
+    ASSERT_TRUE(b->poison());
+  }
+  Stream stream;
+  ASSERT_TRUE(stream.create());
+  ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  const Shape shapes[] = {time_contiguous(0, 3, 10), time_contiguous(2, 0, 10),
+                          time_contiguous(2, 3, 0), time_contiguous(0, 0, 0), Shape{}};
+  for (const Shape& shape : shapes)
+    for (bool null_pointers : {false, true})
+      for (bool reverse : {false, true}) {
+        std::ostringstream what;
+        what << "B=" << shape.batch << " C=" << shape.channels << " T=" << shape.length
+             << (null_pointers ? " null pointers" : " real pointers")
+             << (reverse ? " reverse" : " forward");
+        SCOPED_TRACE(what.str());
+        ScanArgs<T> a;
+        a.shape = shape;
+        a.reverse = reverse;
+        if (!null_pointers) {
+          a.gates = gates.get();
+          a.tokens = tokens.get();
+          a.out = out.get();
+          a.initial_state = h0.get();
+          a.final_state = fin.get();
+        }
+        EXPECT_TRUE(can_implement(a).ok()) << can_implement(a).message;
+        const Status s = scan(a, reverse ? stream.get() : cudaStream_t{0});
+        EXPECT_TRUE(s.ok()) << s.message;
+      }
+  ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  ASSERT_TRUE(no_pending_cuda_error());
+  for (DeviceBuffer<T>* b : {&gates, &tokens, &out, &h0, &fin}) {
+    std::vector<T> host;
+    ASSERT_TRUE(b->download(host));
+    EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](const T& v) { return is_poison(v); }))
+        << "an empty scan wrote memory";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Full sizes
+
+TYPED_TEST(ScanTest, LengthsForward) { run_cases<TypeParam>(length_cases(false)); }
+
+TYPED_TEST(ScanTest, LengthsReverse) { run_cases<TypeParam>(length_cases(true)); }
+
+TYPED_TEST(ScanTest, GateDistributions) {
+  std::vector<Case> cases;
+  for (Gates g : kAllGates)
+    for (bool reverse : {false, true})
+      for (Case c :
+           {shape_case(128, 8, 1536), shape_case(65537, 2, 3), shape_case(1000003, 1, 1)}) {
+        c.gates = g;
+        c.reverse = reverse;
+        cases.push_back(c);
+      }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, InPlace) {
+  std::vector<Case> cases = {shape_case(128, 8, 1536), shape_case(65537, 2, 3),
+                             shape_case(65537, 2, 3), shape_case(1000003, 1, 2)};
+  cases[1].reverse = cases[3].reverse = true;
+  cases[2].tokens_offset = cases[2].gates_offset = 5;
+  for (Case& c : cases) c.in_place = true;
+  cases[3].own_stream = true;
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, Misaligned) {
+  std::vector<Case> cases;
+  bool reverse = false;
+  for (const auto& o : kOffsets)
+    for (Case c : {shape_case(65537, 2, 3), shape_case(1000003, 1, 1), shape_case(1000, 8, 64)}) {
+      c.gates_offset = o[0];
+      c.tokens_offset = o[1];
+      c.out_offset = o[2];
+      c.reverse = reverse = !reverse;
+      cases.push_back(c);
+    }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, Strided) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true}) {
+    std::vector<Case> dir;
+    Case c = shape_case(65537, 2, 3);
+    c.channel_stride = 65537 + 3;
+    c.batch_stride = 3 * c.channel_stride + 11;
+    dir.push_back(c);
+    c = shape_case(1000003, 1, 2);
+    c.channel_stride = 1000003 + 13;
+    dir.push_back(c);
+    c = shape_case(4099, 3, 4);  // (C, B, T) order
+    c.batch_stride = 4100;
+    c.channel_stride = 3 * 4100;
+    dir.push_back(c);
+    c = shape_case(128, 8, 1536);  // many short padded rows
+    c.channel_stride = 136;
+    c.batch_stride = 1536 * 136 + 8;
+    dir.push_back(c);
+    for (Case& k : dir) k.reverse = reverse;
+    cases.insert(cases.end(), dir.begin(), dir.end());
+  }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, States) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true}) {
+    std::vector<Case> dir;
+    Case c = shape_case(1000003, 1, 1);
+    c.initial_state = c.final_state = true;
+    dir.push_back(c);
+    c = shape_case(65537, 2, 3);
+    c.initial_state = c.final_state = true;
+    c.state_layout = StateLayout{2 * 3 + 1, 2};
+    dir.push_back(c);
+    c = shape_case(32, 8, 1536);
+    c.initial_state = c.final_state = true;
+    c.state_layout = StateLayout{2 * 1536 + 5, 2};
+    c.in_place = true;
+    c.own_stream = true;
+    dir.push_back(c);
+    for (Case& k : dir) k.reverse = reverse;
+    cases.insert(cases.end(), dir.begin(), dir.end());
+  }
+  run_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, ManySequences) {
+  std::vector<Case> cases = {shape_case(1, 4, 70000), shape_case(33, 2, 40000),
+                             shape_case(2, 1, 100000)};
+  cases[1].reverse = true;
+  cases[2].final_state = true;
+  run_cases<TypeParam>(cases);
+}
+
+/// Stream order, and no hidden synchronization: with the stream held at a host-side gate, scan()
+/// returns at once and nothing has been written; once the gate opens, the results are right.
+TYPED_TEST(ScanTest, StreamOrdered) {
+  using T = TypeParam;
+  for (Case c : {shape_case(4096, 2, 3), shape_case(1000003, 1, 1)}) {
+    c.own_stream = true;
+    c.final_state = true;
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed_note(c.describe(), seed));
+    Rng rng(seed);
+    Run<T> r;
+    ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+    Stream stream;
+    ASSERT_TRUE(stream.create());
+    StreamGate gate;
+    ASSERT_TRUE(gate.close(stream.get()));
+    const Status s = scan(r.args, stream.get());
+    EXPECT_FALSE(gate.timed_out()) << "scan() waited for its stream: hidden synchronization";
+    std::vector<T> early;
+    const auto copied = r.out_d.download(early);  // the legacy stream: not ordered with ours
+    gate.open();
+    // Wait before any assertion can leave the scope: the gate's callback reads `gate`.
+    const auto synced = cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
+    ASSERT_TRUE(s.ok()) << s.message;
+    ASSERT_TRUE(copied);
+    EXPECT_TRUE(std::all_of(early.begin(), early.end(), [](const T& v) { return is_poison(v); }))
+        << "output written before the stream reached the scan (launched on another stream?)";
+    ASSERT_TRUE(synced);
+    ASSERT_TRUE(no_pending_cuda_error());
+    EXPECT_FALSE(gate.timed_out());
+    ASSERT_NO_FATAL_FAILURE(verify(r));
+  }
+}
+
+/// Two runs of the same call give bitwise identical results.
+TYPED_TEST(ScanTest, Deterministic) {
+  using T = TypeParam;
+  for (Case c : {shape_case(1000003, 1, 1), shape_case(65537, 2, 3)}) {
+    c.gates = Gates::kNearOne;
+    c.initial_state = c.final_state = true;
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed_note(c.describe(), seed));
+    Rng rng(seed);
+    Run<T> r;
+    ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+    ASSERT_NO_FATAL_FAILURE(launch(r, cudaStream_t{0}));
+    std::vector<T> first, second, fin1, fin2;
+    ASSERT_TRUE(r.out_d.download(first));
+    ASSERT_TRUE(r.final_d.download(fin1));
+    ASSERT_TRUE(r.out_d.poison());
+    ASSERT_TRUE(r.final_d.poison());
+    ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+    Stream stream;
+    ASSERT_TRUE(stream.create());
+    ASSERT_NO_FATAL_FAILURE(launch(r, stream.get()));
+    ASSERT_TRUE(r.out_d.download(second));
+    ASSERT_TRUE(r.final_d.download(fin2));
+    expect_unchanged(second, first, 0, "out (second run vs first)");
+    expect_unchanged(fin2, fin1, 0, "final_state (second run vs first)");
+    ASSERT_NO_FATAL_FAILURE(verify(r));
+  }
+}
+
+/// Offsets past 2^31 elements: batch_stride = 2^31 + 5, so any 32-bit index arithmetic lands
+/// elsewhere. Only the sequences and one cell either side of each are copied back and checked.
+TYPED_TEST(ScanTest, LargeOffsets) {
+  using T = TypeParam;
+  Case c = shape_case(1000, 2, 2);
+  c.channel_stride = 1003;
+  c.batch_stride = (int64_t(1) << 31) + 5;
+  const int64_t foot = c.footprint();
+  const size_t bytes = static_cast<size_t>(foot) * sizeof(T);
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_TRUE(cuda_ok(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
+  if (free_bytes < 3 * bytes + (size_t(1) << 30))
+    GTEST_SKIP() << "needs " << ((3 * bytes) >> 20) << " MiB of device memory, "
+                 << (free_bytes >> 20) << " MiB free";
+
+  DeviceBuffer<T> gates, tokens, out;
+  for (DeviceBuffer<T>* b : {&gates, &tokens, &out}) {
+    ASSERT_TRUE(b->allocate(foot));
+    ASSERT_TRUE(b->poison());
+  }
+  for (bool reverse : {false, true}) {
+    c.reverse = reverse;
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed_note(c.describe(), seed));
+    Rng rng(seed);
+    ASSERT_TRUE(out.poison());
+    std::vector<std::vector<T>> g, x;
+    for_each_sequence(c, [&](int64_t, int64_t, int64_t base, int64_t) {
+      g.emplace_back(c.length);
+      x.emplace_back(c.length);
+      for (int64_t t = 0; t < c.length; ++t) {
+        g.back()[t] = from_double<T>(draw_gate(rng, c.gates));
+        x.back()[t] = from_double<T>(draw_token(rng));
+      }
+      ASSERT_TRUE(gates.upload(g.back(), base));
+      ASSERT_TRUE(tokens.upload(x.back(), base));
+    });
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+
+    ScanArgs<T> a;
+    a.gates = gates.get();
+    a.tokens = tokens.get();
+    a.out = out.get();
+    a.shape = c.shape();
+    a.reverse = reverse;
+    const Status s = scan(a, cudaStream_t{0});
+    ASSERT_TRUE(s.ok()) << s.message;
+    ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+    ASSERT_TRUE(no_pending_cuda_error());
+
+    Reference ref;
+    ErrorSums total;
+    FailureLog log;
+    for_each_sequence(c, [&](int64_t bi, int64_t ci, int64_t base, int64_t) {
+      // One guard cell either side (there is always one: no two sequences touch).
+      const int64_t lo = std::max<int64_t>(base - 1, 0);
+      const int64_t hi = std::min<int64_t>(base + c.length + 1, foot);
+      std::vector<T> got(hi - lo);
+      ASSERT_TRUE(out.download(got.data(), got.size(), lo));
+      if (lo < base) EXPECT_TRUE(is_poison(got.front())) << "wrote the cell before a sequence";
+      if (hi > base + c.length) EXPECT_TRUE(is_poison(got.back())) << "wrote the cell after";
+      const size_t k = static_cast<size_t>(bi * c.channels + ci);  // upload order
+      ref.run(g[k].data(), x[k].data(), c.length, reverse, 0.0);
+      const SequenceCheck r =
+          check_sequence(got.data() + (base - lo), ref.exact(), ref.scale(), c.length, &total);
+      if (!r.ok) {
+        std::ostringstream where;
+        where << "sequence (b=" << bi << ", c=" << ci << ") at element offset " << base;
+        log.add(where.str(), r.message);
+      }
+    });
+    const SequenceCheck t = check_total<T>(total);
+    EXPECT_TRUE(t.ok) << t.message;
+  }
+}
+
+}  // namespace
+}  // namespace ascan::test
