@@ -456,15 +456,19 @@ template <int kBytes>
 struct CandidateTable {
   using K = ascan::detail::KernelKind;
   static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
+  // kLoop keeps a warp row looping over tiles; a warp row with max_span == tile runs one tile;
+  // block rows are one tile by construction.
+  static constexpr int64_t kLoop = INT64_MAX;
   static constexpr ascan::detail::ScanPolicy kPolicies[] = {
-      {0, K::kWarp, 128, 4, 2 * V},     {0, K::kWarp, 128, 8, 2 * V},
-      {0, K::kWarp, 128, 16, 2 * V},    {0, K::kWarp, 256, 32, 1 * V},
-      {0, K::kWarp, 128, 16, 1 * V},    {0, K::kWarp, 128, 32, 1 * V},
-      {0, K::kWarp, 256, 32, 2 * V},    {0, K::kWarp, 256, 32, 4 * V},
-      {0, K::kBlock, 128, 128, 2 * V},  {0, K::kBlock, 256, 256, 2 * V},
-      {0, K::kBlock, 512, 512, 2 * V},  {0, K::kBlock, 1024, 1024, 1 * V},
-      {0, K::kChunked, 128, 128, 4 * V}, {0, K::kChunked, 256, 256, 1 * V},
-      {0, K::kChunked, 256, 256, 2 * V}, {0, K::kChunked, 512, 512, 2 * V},
+      {kLoop, K::kWarp, 128, 8, 2 * V},  {kLoop, K::kWarp, 128, 16, 1 * V},
+      {kLoop, K::kWarp, 128, 16, 2 * V}, {kLoop, K::kWarp, 128, 32, 1 * V},
+      {kLoop, K::kWarp, 256, 32, 1 * V}, {kLoop, K::kWarp, 256, 32, 2 * V},
+      {kLoop, K::kWarp, 256, 32, 4 * V}, {64 * V, K::kWarp, 128, 32, 2 * V},
+      {32 * V, K::kWarp, 128, 32, 1 * V}, {32 * V, K::kWarp, 128, 16, 2 * V},
+      {0, K::kBlock, 64, 64, 1 * V},     {0, K::kBlock, 64, 64, 2 * V},
+      {0, K::kBlock, 128, 128, 1 * V},   {0, K::kBlock, 128, 128, 2 * V},
+      {0, K::kBlock, 256, 256, 1 * V},   {0, K::kBlock, 256, 256, 2 * V},
+      {0, K::kChunked, 256, 256, 1 * V},
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
@@ -607,13 +611,18 @@ void register_tuning(const GridRow& grid_row) {
                                 shape_name(grid_row.shape) + (grid_row.reverse ? "/reverse" : "");
   for (int r = 0; r < Table::kCount; ++r) {
     const auto& policy = Table::kPolicies[r];
-    if (policy.kind == ascan::detail::KernelKind::kBlock && grid_row.shape.length > policy.tile())
-      continue;
+    const bool one_tile = policy.kind == ascan::detail::KernelKind::kBlock ||
+                          (policy.kind == ascan::detail::KernelKind::kWarp &&
+                           policy.max_span <= policy.tile());
+    if (one_tile && grid_row.shape.length > policy.tile()) continue;
     const Extent shape = grid_row.shape;
     const bool reverse = grid_row.reverse;
     benchmark::RegisterBenchmark(
         ("tune/" + case_name + "/" + kind_name(policy.kind) + "_t" + std::to_string(policy.threads) +
-         "_l" + std::to_string(policy.lanes) + "_i" + std::to_string(policy.items))
+         "_l" + std::to_string(policy.lanes) + "_i" + std::to_string(policy.items) +
+         (policy.kind == ascan::detail::KernelKind::kWarp && policy.max_span <= policy.tile()
+              ? "_one"
+              : ""))
             .c_str(),
         [=](benchmark::State& st) { run_row<T>(st, Op::kTune, case_name, shape, reverse, r); })
         ->UseManualTime()

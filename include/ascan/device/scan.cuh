@@ -28,7 +28,8 @@ cudaError_t launch_row(const ScanParams<T>& p, cudaStream_t stream) {
   constexpr int64_t kMaxGrid = INT_MAX;
   if constexpr (P.kind == KernelKind::kWarp) {
     const int64_t blocks = ceil_div(p.sequences, P.threads / P.lanes);
-    warp_scan_kernel<T, P.threads, P.lanes, P.items, kReverse, kVector>
+    constexpr bool kOneTile = P.max_span <= P.tile();
+    warp_scan_kernel<T, P.threads, P.lanes, P.items, kReverse, kVector, kOneTile>
         <<<static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid), P.threads, 0, stream>>>(p);
   } else if constexpr (P.kind == KernelKind::kBlock) {
     block_scan_kernel<T, P.threads, P.items, kReverse, kVector>

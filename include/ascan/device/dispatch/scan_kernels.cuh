@@ -174,8 +174,9 @@ __device__ __forceinline__ void scan_sequence(const ScanParams<T>& p, int64_t se
 /// covers the rest), so no count of sequences overflows the grid.
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Warp-shuffle kernel: kThreads / kLanes sequences per block, one lane group each.
-template <class T, int kThreads, int kLanes, int kItems, bool kReverse, bool kVector>
+/// Warp-shuffle kernel: kThreads / kLanes sequences per block, one lane group each. `kOneTile`:
+/// the dispatch guarantees that every sequence fits in one tile (no loop, no prefetch).
+template <class T, int kThreads, int kLanes, int kItems, bool kReverse, bool kVector, bool kOneTile>
 __global__ void __launch_bounds__(kThreads)
     warp_scan_kernel(const ScanParams<T> p) {
   constexpr int kGroups = kThreads / kLanes;
@@ -185,8 +186,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t units = ceil_div(p.sequences, kGroups);
   for (int64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
     const int64_t seq = unit * kGroups + threadIdx.x / kLanes;
-    scan_sequence<T, kLanes, kItems, kReverse, kVector, false>(p, seq, seq < p.sequences, rank,
-                                                               group);
+    scan_sequence<T, kLanes, kItems, kReverse, kVector, kOneTile>(p, seq, seq < p.sequences, rank,
+                                                                  group);
   }
 }
 

@@ -36,10 +36,14 @@ struct ScanPolicy {
 
 /// The dispatch table for elements of `kBytes` bytes: rows (max_span, kind, threads, lanes,
 /// items). Items per thread are whole 16-byte vectors, striped across the group (see
-/// scan_kernels.cuh). Rows chosen from the sweep in bench/RESULTS.md ("tuning sweep", H200,
-/// (8, 1536, T)): the best candidate per length, preferring one tile per sequence up to 2-4K
-/// elements and 128-256-thread blocks walking tiles beyond. Lengths below 128 are not in the
-/// sweep; their rows keep one tile per sequence with the fewest lanes that cover it.
+/// scan_kernels.cuh). A warp row whose max_span fits its tile runs without a tile loop.
+///
+/// From the sweeps in bench/RESULTS.md (H200, (8, 1536, T), efficiency against a same-traffic
+/// copy): up to a few thousand elements the best kernel holds the whole sequence in one tile with
+/// ONE vector per thread (the shortest chain from load to store, the most threads in flight):
+/// lane groups up to 128 elements, a block of T / vector threads up to 1-2K; beyond that 256
+/// threads walk the sequence tile by tile. Lengths under 128 are not swept; their rows keep the
+/// same one-vector-per-thread shape.
 template <int kBytes>
 struct ScanTuning;
 
@@ -47,14 +51,15 @@ struct ScanTuning;
 template <>
 struct ScanTuning<4> {
   static constexpr ScanPolicy kPolicies[] = {
-      {32, KernelKind::kWarp, 128, 4, 8},          // tile 32
-      {64, KernelKind::kWarp, 128, 8, 8},          // tile 64
-      {128, KernelKind::kWarp, 128, 16, 8},        // tile 128            sweep: 0.92
-      {512, KernelKind::kWarp, 256, 32, 8},        // tile 256, 1-2 tiles sweep: 0.91, 0.96
-      {1024, KernelKind::kBlock, 128, 128, 8},     // tile 1024           sweep: 0.96
-      {2048, KernelKind::kBlock, 256, 256, 8},     // tile 2048           sweep: 1.00
-      {4096, KernelKind::kChunked, 256, 256, 8},   // 2 tiles             sweep: 1.00
-      {INT64_MAX, KernelKind::kChunked, 256, 256, 4},  //                 sweep: 0.97-0.99
+      {32, KernelKind::kWarp, 128, 8, 4},               // one tile of 32
+      {64, KernelKind::kWarp, 128, 16, 4},              // one tile of 64
+      {128, KernelKind::kWarp, 128, 32, 4},             // one tile of 128     sweep 0.98
+      {256, KernelKind::kBlock, 64, 64, 4},             // one tile of 256     sweep 0.98
+      {512, KernelKind::kBlock, 128, 128, 4},           // one tile of 512     sweep 0.98
+      {1024, KernelKind::kBlock, 256, 256, 4},          // one tile of 1024    sweep 0.95-0.97
+      {2048, KernelKind::kBlock, 256, 256, 8},          // one tile of 2048    sweep 0.98-1.00
+      {4096, KernelKind::kChunked, 256, 256, 8},        // 2 tiles             sweep 1.00
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 4},   // tiles of 1024       sweep 0.97-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
@@ -63,15 +68,16 @@ struct ScanTuning<4> {
 template <>
 struct ScanTuning<2> {
   static constexpr ScanPolicy kPolicies[] = {
-      {64, KernelKind::kWarp, 128, 8, 8},          // tile 64
-      {128, KernelKind::kWarp, 128, 16, 8},        // tile 128
-      {256, KernelKind::kWarp, 128, 8, 16},        // tile 128, 2 tiles   sweep: 0.91
-      {512, KernelKind::kWarp, 128, 16, 16},       // tile 256, 2 tiles   sweep: 0.93
-      {1024, KernelKind::kWarp, 256, 32, 16},      // tile 512, 2 tiles   sweep: 0.92
-      {2048, KernelKind::kBlock, 128, 128, 16},    // tile 2048           sweep: 0.99
-      {4096, KernelKind::kBlock, 256, 256, 16},    // tile 4096           sweep: 0.94
-      {8192, KernelKind::kChunked, 128, 128, 32},  // 2 tiles             sweep: 0.99
-      {INT64_MAX, KernelKind::kChunked, 256, 256, 16},  //                sweep: 0.98
+      {32, KernelKind::kWarp, 128, 4, 8},               // one tile of 32
+      {64, KernelKind::kWarp, 128, 8, 8},               // one tile of 64
+      {128, KernelKind::kWarp, 128, 8, 16},             // one tile of 128     sweep 0.94
+      {256, KernelKind::kWarp, 128, 16, 16},            // one tile of 256     sweep 0.98
+      {512, KernelKind::kBlock, 64, 64, 8},             // one tile of 512     sweep 0.93-0.97
+      {1024, KernelKind::kBlock, 128, 128, 8},          // one tile of 1024    sweep 0.94-0.97
+      {2048, KernelKind::kBlock, 256, 256, 8},          // one tile of 2048    sweep 0.91-0.94
+      {4096, KernelKind::kBlock, 256, 256, 16},         // one tile of 4096    sweep 0.94
+      {8192, KernelKind::kChunked, 128, 128, 32},       // 2 tiles             sweep 0.99
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 16},  // tiles of 4096       sweep 0.98
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
@@ -80,11 +86,12 @@ struct ScanTuning<2> {
 template <>
 struct ScanTuning<8> {
   static constexpr ScanPolicy kPolicies[] = {
-      {16, KernelKind::kWarp, 128, 4, 4},
-      {32, KernelKind::kWarp, 128, 8, 4},
-      {64, KernelKind::kWarp, 128, 16, 4},
-      {256, KernelKind::kWarp, 256, 32, 4},
-      {512, KernelKind::kBlock, 128, 128, 4},
+      {16, KernelKind::kWarp, 128, 8, 2},
+      {32, KernelKind::kWarp, 128, 16, 2},
+      {64, KernelKind::kWarp, 128, 32, 2},
+      {128, KernelKind::kBlock, 64, 64, 2},
+      {256, KernelKind::kBlock, 128, 128, 2},
+      {512, KernelKind::kBlock, 256, 256, 2},
       {1024, KernelKind::kBlock, 256, 256, 4},
       {2048, KernelKind::kChunked, 256, 256, 4},
       {INT64_MAX, KernelKind::kChunked, 256, 256, 2},
