@@ -1,12 +1,16 @@
-// bench/scan_bench.cu: ascan's forward scan beside the physical limit and beside CUB.
+// bench/scan_bench.cu: ascan's forward scan and backward pass beside the physical limit and
+// beside CUB.
 //
-// For every case of the grid (dtype, shape (B, C, T), direction) three rows:
+// For every forward case of the grid (dtype, shape (B, C, T), direction) three rows:
 //
 //   copy/<dtype>/<B>x<C>x<T>   cudaMemcpyAsync of bytes / 2, bytes = 3 * N * sizeof(T): a copy that
 //                              reads and writes what a forward scan must (gates, tokens in; out).
 //   scan/<dtype>/<B>x<C>x<T>   ascan::scan.
 //   cub/<dtype>/<B>x<C>x<T>    cub::DeviceScan::InclusiveScan over the flattened batch with the
 //                              affine-pair operator: what a user gets from CUB alone.
+//
+// and for every backward case (suffix /bwd) a copy row of 5 * N * sizeof(T) / 2 bytes (read
+// gates, states, grad_out; write grad_gates, grad_tokens) and a scan row (ascan::scan_backward).
 //
 // Each scan and cub row measures its own copy in the same run and reports
 //
@@ -54,7 +58,9 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -78,6 +84,7 @@ struct GridRow {
   Extent shape;
   std::vector<Dtype> dtypes;
   bool reverse = false;
+  bool backward = false;  ///< the backward pass (5 streams) instead of the forward scan
 };
 
 std::vector<GridRow> standard_grid() {
@@ -91,6 +98,13 @@ std::vector<GridRow> standard_grid() {
   grid.push_back({{8, 1536, 50000}, f32_bf16});
   // Reverse direction, one length.
   grid.push_back({{8, 1536, 4096}, f32_bf16, /*reverse=*/true});
+  // The backward pass over the same shapes.
+  const size_t forward_rows = grid.size();
+  for (size_t i = 0; i < forward_rows; ++i) {
+    GridRow row = grid[i];
+    row.backward = true;
+    grid.push_back(row);
+  }
   return grid;
 }
 
@@ -322,6 +336,8 @@ struct Workspace {
   void* gates = nullptr;
   void* tokens = nullptr;
   void* out = nullptr;
+  void* grad = nullptr;   // backward: upstream gradient g
+  void* grad2 = nullptr;  // backward: grad_tokens (out holds grad_gates)
   void* copy_src = nullptr;
   void* copy_dst = nullptr;
   size_t copy_bytes = 0;
@@ -329,7 +345,7 @@ struct Workspace {
   size_t cub_temp_bytes = 0;
 
   void release() {
-    for (void* p : {gates, tokens, out, copy_src, copy_dst, cub_temp}) cudaFree(p);
+    for (void* p : {gates, tokens, out, grad, grad2, copy_src, copy_dst, cub_temp}) cudaFree(p);
     *this = Workspace{};
   }
 };
@@ -341,17 +357,21 @@ std::string workspace_for(const std::string& key, const Extent& shape) {
   g_ws.release();
   const int64_t n = shape.elements();
   const size_t bytes = size_t(n) * sizeof(T);
-  // Same traffic as a forward scan: 3 * N * sizeof(T) read + written, so bytes / 2 copied.
-  const size_t copy_bytes = 3 * bytes / 2;
+  // The copy buffers fit the larger of the two same-traffic copies: the backward pass moves
+  // 5 * N * sizeof(T) (read a, x, g; write da, db), so 5 * bytes / 2 copied.
+  const size_t copy_bytes = 5 * bytes / 2;
   std::string err = cuda_check(cudaMalloc(&g_ws.gates, bytes), "cudaMalloc(gates)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.tokens, bytes), "cudaMalloc(tokens)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.out, bytes), "cudaMalloc(out)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.grad, bytes), "cudaMalloc(grad)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.grad2, bytes), "cudaMalloc(grad2)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_src, copy_bytes), "cudaMalloc(copy)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_dst, copy_bytes), "cudaMalloc(copy)");
   if (err.empty()) {
     cudaStream_t s = g_gpu.stream;
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.gates), n, 0.999f, 1.0f, 1);
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.tokens), n, 0.0f, 1.0f, 2);
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.grad), n, 0.0f, 1.0f, 3);
     err = cuda_check(cudaGetLastError(), "fill_uniform");
     if (err.empty())
       err = cuda_check(cudaMemsetAsync(g_ws.copy_src, 0x3C, copy_bytes, s), "memset");
@@ -405,10 +425,48 @@ std::string check_output(const Extent& shape, bool reverse) {
   return {};
 }
 
+// Compares the first and last sequence of the backward pass's outputs with the double loop
+//   d[t] = a[t+1] d[t+1] + g[t] (mirrored when reversed), da[t] = d[t] x[t-1], db[t] = d[t].
+template <class T>
+std::string check_backward(const Extent& shape, bool reverse) {
+  const int64_t len = shape.length;
+  std::vector<T> a(len), x(len), g(len), da(len), db(len);
+  for (int64_t seq : {int64_t{0}, shape.sequences() - 1}) {
+    const int64_t off = seq * len;
+    const size_t bytes = size_t(len) * sizeof(T);
+    std::string err;
+    for (auto [dst, src] : {std::pair<T*, void*>{a.data(), g_ws.gates}, {x.data(), g_ws.tokens},
+                            {g.data(), g_ws.grad}, {da.data(), g_ws.out}, {db.data(), g_ws.grad2}})
+      if (err.empty())
+        err = cuda_check(
+            cudaMemcpy(dst, static_cast<T*>(src) + off, bytes, cudaMemcpyDeviceToHost),
+            "cudaMemcpy(check)");
+    if (!err.empty()) return err;
+    double d = 0.0;
+    for (int64_t k = 0; k < len; ++k) {  // scan order: from the forward's last step back
+      const int64_t t = reverse ? k : len - 1 - k;
+      const int64_t next = reverse ? t - 1 : t + 1;  // the step after t in the forward
+      const int64_t prev = reverse ? t + 1 : t - 1;  // the step before t in the forward
+      const double gate = next >= 0 && next < len ? double(to_float(a[next])) : 1.0;
+      d = gate * d + double(to_float(g[t]));
+      const double xprev = prev >= 0 && prev < len ? double(to_float(x[prev])) : 0.0;
+      for (auto [got, want, what] : {std::tuple<double, double, const char*>{to_float(db[t]), d, "db"},
+                                     {to_float(da[t]), d * xprev, "da"}})
+        if (!(std::abs(got - want) <= DtypeInfo<T>::kTolerance * (std::abs(want) + 1.0))) {
+          char msg[160];
+          std::snprintf(msg, sizeof msg, "wrong %s: sequence %lld, t = %lld: got %.7g, want %.7g",
+                        what, static_cast<long long>(seq), static_cast<long long>(t), got, want);
+          return msg;
+        }
+    }
+  }
+  return {};
+}
+
 // ---------------------------------------------------------------------------------------------
 // One benchmark row.
 
-enum class Op { kCopy, kScan, kCub, kTune };
+enum class Op { kCopy, kScan, kCub, kTune, kBackward };
 
 struct Summary {
   double scan_us = NAN, copy_us = NAN, cub_us = NAN, cub_copy_us = NAN;
@@ -421,11 +479,13 @@ std::string shape_name(const Extent& e) {
          std::to_string(e.length);
 }
 
+// The same-traffic copy of `streams` streams of N elements: streams * N * sizeof(T) / 2 bytes.
 template <class T>
-std::string measure_copy(double* ms) {
+std::string measure_copy(int streams, double* ms) {
+  const size_t bytes = size_t(streams) * size_t(g_ws.n) * sizeof(T) / 2;
   return time_median(
-      [] {
-        return cuda_check(cudaMemcpyAsync(g_ws.copy_dst, g_ws.copy_src, g_ws.copy_bytes,
+      [bytes] {
+        return cuda_check(cudaMemcpyAsync(g_ws.copy_dst, g_ws.copy_src, bytes,
                                           cudaMemcpyDeviceToDevice, g_gpu.stream),
                           "cudaMemcpyAsync");
       },
@@ -445,6 +505,31 @@ std::string measure_scan(const Extent& shape, bool reverse, double* ms) {
         const ascan::Status st = ascan::scan(args, g_gpu.stream);
         if (st.ok()) return {};
         return std::string("ascan::scan: ") + st.message;
+      },
+      ms);
+}
+
+template <class T>
+ascan::ScanBackwardArgs<T> backward_args(const Extent& shape, bool reverse) {
+  ascan::ScanBackwardArgs<T> args;
+  args.gates = static_cast<const T*>(g_ws.gates);
+  args.states = static_cast<const T*>(g_ws.tokens);  // any values: the pass takes them as given
+  args.grad_out = static_cast<const T*>(g_ws.grad);
+  args.grad_gates = static_cast<T*>(g_ws.out);
+  args.grad_tokens = static_cast<T*>(g_ws.grad2);
+  args.shape = ascan::time_contiguous(shape.batch, shape.channels, shape.length);
+  args.reverse = reverse;
+  return args;
+}
+
+template <class T>
+std::string measure_backward(const Extent& shape, bool reverse, double* ms) {
+  const ascan::ScanBackwardArgs<T> args = backward_args<T>(shape, reverse);
+  return time_median(
+      [&args]() -> std::string {
+        const ascan::Status st = ascan::scan_backward(args, g_gpu.stream);
+        if (st.ok()) return {};
+        return std::string("ascan::scan_backward: ") + st.message;
       },
       ms);
 }
@@ -486,8 +571,10 @@ std::string measure_row(const Extent& shape, bool reverse, int row, double* ms) 
   const auto params = ascan::detail::make_params(args, vector);
   return time_median(
       [&]() -> std::string {
-        return cuda_check(ascan::detail::launch_scan_row<T, CandidateTable<sizeof(T)>>(
-                              row, reverse, vector, params, g_gpu.stream),
+        return cuda_check(
+            ascan::detail::launch_scan_row<ascan::detail::ForwardProblem, T,
+                                           CandidateTable<sizeof(T)>>(row, reverse, vector, params,
+                                                                      g_gpu.stream),
                           "launch_scan_row");
       },
       ms);
@@ -527,24 +614,39 @@ std::string measure_cub(const Extent& shape, double* ms) {
 
 template <class T>
 void run_row(benchmark::State& state, Op op, const std::string& case_name, const Extent& shape,
-             bool reverse, int row = -1) {
+             bool reverse, bool backward, int row = -1) {
   if (const std::string& err = gpu_setup(); !err.empty()) {
     state.SkipWithError(err.c_str());
     return;
   }
+  const int streams = backward ? 5 : 3;
   const std::string key = std::string(DtypeInfo<T>::kName) + "/" + shape_name(shape);
   std::string err = workspace_for<T>(key, shape);
   double copy_ms = 0.0, op_ms = 0.0;
-  if (err.empty()) err = measure_copy<T>(&copy_ms);
+  if (err.empty()) err = measure_copy<T>(streams, &copy_ms);
   if (err.empty() && op != Op::kCopy) {
-    // Poison the output (all-ones bytes are NaN in every dtype) so stale results cannot pass.
-    err = cuda_check(cudaMemsetAsync(g_ws.out, 0xFF, size_t(g_ws.n) * sizeof(T), g_gpu.stream),
-                     "cudaMemsetAsync(out)");
+    // Poison the outputs (all-ones bytes are NaN in every dtype) so stale results cannot pass.
+    for (void* out : {g_ws.out, g_ws.grad2})
+      if (err.empty())
+        err = cuda_check(cudaMemsetAsync(out, 0xFF, size_t(g_ws.n) * sizeof(T), g_gpu.stream),
+                         "cudaMemsetAsync(out)");
+    if (err.empty()) {
+      switch (op) {
+        case Op::kScan:
+          err = measure_scan<T>(shape, reverse, &op_ms);
+          break;
+        case Op::kBackward:
+          err = measure_backward<T>(shape, reverse, &op_ms);
+          break;
+        case Op::kTune:
+          err = measure_row<T>(shape, reverse, row, &op_ms);
+          break;
+        default:
+          err = measure_cub<T>(shape, &op_ms);
+      }
+    }
     if (err.empty())
-      err = op == Op::kScan   ? measure_scan<T>(shape, reverse, &op_ms)
-            : op == Op::kTune ? measure_row<T>(shape, reverse, row, &op_ms)
-                              : measure_cub<T>(shape, &op_ms);
-    if (err.empty()) err = check_output<T>(shape, reverse);
+      err = backward ? check_backward<T>(shape, reverse) : check_output<T>(shape, reverse);
   }
   if (!err.empty()) {
     cudaGetLastError();  // clear a non-sticky error so the next case starts clean
@@ -555,17 +657,15 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
 
   for (auto _ : state) state.SetIterationTime(op_ms / 1e3);
 
-  const double bytes = 3.0 * double(g_ws.n) * sizeof(T);
+  const double bytes = double(streams) * double(g_ws.n) * sizeof(T);
   state.counters["bytes_per_second"] =
       benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["copy_us"] = copy_ms * 1e3;
-  if (op != Op::kCopy) {
-    state.counters["scan_us"] = op_ms * 1e3;
-    state.counters["efficiency"] = copy_ms / op_ms;
-  }
+  state.counters["scan_us"] = op_ms * 1e3;
+  state.counters["efficiency"] = copy_ms / op_ms;
   if (op == Op::kTune) return;
   Summary& sum = g_summary[case_name];
-  if (op == Op::kScan) {
+  if (op == Op::kScan || op == Op::kBackward) {
     sum.scan_us = op_ms * 1e3;
     sum.copy_us = copy_ms * 1e3;
   } else if (op == Op::kCub) {
@@ -579,22 +679,24 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
 template <class T>
 void register_case(const GridRow& row) {
   const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" + shape_name(row.shape) +
-                                (row.reverse ? "/reverse" : "");
+                                (row.reverse ? "/reverse" : "") + (row.backward ? "/bwd" : "");
   g_case_order.push_back(case_name);
   auto add = [&](Op op, const char* prefix) {
     const Extent shape = row.shape;
     const bool reverse = row.reverse;
+    const bool backward = row.backward;
     benchmark::RegisterBenchmark(
         (std::string(prefix) + "/" + case_name).c_str(),
-        [=](benchmark::State& st) { run_row<T>(st, op, case_name, shape, reverse); })
+        [=](benchmark::State& st) { run_row<T>(st, op, case_name, shape, reverse, backward); })
         ->UseManualTime()
         ->Iterations(1)
         ->Unit(benchmark::kMicrosecond);
   };
-  // A reverse case moves the same bytes as the forward one: its copy row would repeat.
+  // A reverse case moves the same bytes as the forward one: its copy row would repeat. The CUB
+  // baseline is a forward scan.
   if (!row.reverse) add(Op::kCopy, "copy");
-  add(Op::kScan, "scan");
-  if (!row.reverse) add(Op::kCub, "cub");
+  add(row.backward ? Op::kBackward : Op::kScan, "scan");
+  if (!row.reverse && !row.backward) add(Op::kCub, "cub");
 }
 
 const char* kind_name(ascan::detail::KernelKind k) {
@@ -624,7 +726,9 @@ void register_tuning(const GridRow& grid_row) {
               ? "_one"
               : ""))
             .c_str(),
-        [=](benchmark::State& st) { run_row<T>(st, Op::kTune, case_name, shape, reverse, r); })
+        [=](benchmark::State& st) {
+          run_row<T>(st, Op::kTune, case_name, shape, reverse, false, r);
+        })
         ->UseManualTime()
         ->Iterations(1)
         ->Unit(benchmark::kMicrosecond);
@@ -711,6 +815,7 @@ int main(int argc, char** argv) {
       if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
       with_dtype(d, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
+        if (tune && row.backward) return;
         if (tune)
           register_tuning<T>(row);
         else

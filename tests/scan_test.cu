@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "test_util.cuh"
@@ -718,6 +719,198 @@ TYPED_TEST(ScanTest, StreamOrdered) {
     EXPECT_FALSE(gate.timed_out());
     ASSERT_NO_FATAL_FAILURE(verify(r));
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chained scans: the streaming-inference use. A scan of the first `first` steps (in scan order)
+// of every sequence writes its final state; a second scan of the rest starts from that state.
+// The concatenation must be one scan of the whole sequence:
+//   - the first part and the carried state are checked against the reference of the whole
+//     sequence (with h0 when the case has one);
+//   - the second part against the reference of the second part started from the carried state
+//     as stored (for 16-bit types storing it rounds it, and the rounding, up to half an ulp of
+//     the state, stays in the second part for as long as the gates remember; that is inherent to
+//     storing the state in T, not an error of the scan);
+//   - for float and double also the whole concatenation against the whole-sequence reference;
+//   - the second scan's final state, and nothing written outside the sequences.
+// Both calls are enqueued back to back on one stream with no synchronization between them.
+
+/// Runs case `c` as two chained scans, the first covering `first` steps (1 <= first < length).
+template <class T>
+void run_chained(const Case& c, int64_t first) {
+  const uint64_t seed = fresh_seed();
+  std::ostringstream what;
+  what << c.describe() << " chained at " << first;
+  SCOPED_TRACE(seed_note(what.str(), seed));
+  ASSERT_TRUE(first >= 1 && first < c.length);
+  ASSERT_TRUE(c.final_state && !c.in_place);
+  Rng rng(seed);
+  Run<T> r;
+  ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+  DeviceBuffer<T> mid;
+  const int64_t sfoot = c.state_footprint();
+  ASSERT_TRUE(mid.allocate(sfoot));
+  ASSERT_TRUE(mid.poison());
+  ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after poison)"));
+
+  // Memory offsets of the two parts within each sequence: forward [0, first) then
+  // [first, length); reversed, the scan runs from the end, so the first part is the tail.
+  const int64_t second = c.length - first;
+  const int64_t off1 = c.reverse ? second : 0;
+  const int64_t off2 = c.reverse ? 0 : first;
+  ScanArgs<T> a1 = r.args, a2 = r.args;
+  a1.gates += off1;
+  a1.tokens += off1;
+  a1.out += off1;
+  a1.shape.length = first;
+  a1.final_state = mid.get();
+  a2.gates += off2;
+  a2.tokens += off2;
+  a2.out += off2;
+  a2.shape.length = second;
+  a2.initial_state = mid.get();
+
+  Stream stream;
+  if (c.own_stream) ASSERT_TRUE(stream.create());
+  const Status s1 = scan(a1, stream.get());
+  ASSERT_TRUE(s1.ok()) << "first scan: " << s1.message;
+  const Status s2 = scan(a2, stream.get());
+  ASSERT_TRUE(s2.ok()) << "second scan: " << s2.message;
+  ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize (chained)"));
+  ASSERT_TRUE(no_pending_cuda_error());
+
+  const int64_t foot = c.footprint();
+  const int64_t off = c.out_offset;
+  std::vector<T> out, mid_got, fin;
+  ASSERT_TRUE(r.out_d.download(out));
+  ASSERT_TRUE(mid.download(mid_got));
+  ASSERT_TRUE(r.final_d.download(fin));
+  {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < off; ++i) bad += !is_poison(out[i]);
+    for (int64_t i = 0; i < foot; ++i) bad += !r.in_sequence[i] && !is_poison(out[off + i]);
+    EXPECT_EQ(bad, 0) << "the chained scans wrote " << bad << " cells outside the sequences";
+    std::vector<T> g, x;
+    ASSERT_TRUE(r.gates_d.download(g));
+    expect_unchanged(g, r.gates, c.gates_offset, "gates");
+    ASSERT_TRUE(r.tokens_d.download(x));
+    expect_unchanged(x, r.tokens, c.tokens_offset, "tokens");
+  }
+
+  Reference whole, part;
+  ErrorSums total, total_whole;
+  std::vector<double> mid_exact, mid_scale, fin_exact, fin_scale;
+  std::vector<T> mid_vec, fin_vec;
+  std::vector<uint8_t> state_used(sfoot, 0);
+  FailureLog log;
+  for_each_sequence(c, [&](int64_t bi, int64_t ci, int64_t base, int64_t s) {
+    std::ostringstream where;
+    where << "sequence (b=" << bi << ", c=" << ci << ")";
+    const double h0 = c.initial_state ? to_double(r.h0[s]) : 0.0;
+    const T* y = out.data() + off + base;
+    whole.run(r.gates.data() + base, r.tokens.data() + base, c.length, c.reverse, h0);
+    // The first part against the whole sequence's reference.
+    SequenceCheck k = check_sequence(y + off1, whole.exact() + off1, whole.scale() + off1,
+                                     first, &total);
+    if (!k.ok) log.add(where.str() + " first part", k.message);
+    const int64_t boundary = c.reverse ? second : first - 1;  // the first part's last step
+    mid_exact.push_back(whole.exact()[boundary]);
+    mid_scale.push_back(whole.scale()[boundary]);
+    mid_vec.push_back(mid_got[s]);
+    state_used[s] = 1;
+    // The second part, from the carried state as stored.
+    part.run(r.gates.data() + base + off2, r.tokens.data() + base + off2, second, c.reverse,
+             to_double(mid_got[s]));
+    k = check_sequence(y + off2, part.exact(), part.scale(), second, &total);
+    if (!k.ok) log.add(where.str() + " second part", k.message);
+    const int64_t last = c.reverse ? 0 : second - 1;
+    fin_exact.push_back(part.exact()[last]);
+    fin_scale.push_back(part.scale()[last]);
+    fin_vec.push_back(fin[s]);
+    if constexpr (!kIs16Bit<T>) {
+      // 32- and 64-bit: the carried state's rounding is far inside the tolerance, so the
+      // concatenation is checked as one scan of the whole sequence too.
+      k = check_sequence(y, whole.exact(), whole.scale(), c.length, &total_whole);
+      if (!k.ok) log.add(where.str() + " whole sequence", k.message);
+    }
+  });
+  if (log.count() == 0) {
+    SequenceCheck k = check_total<T>(total);
+    EXPECT_TRUE(k.ok) << k.message;
+    if constexpr (!kIs16Bit<T>) {
+      k = check_total<T>(total_whole);
+      EXPECT_TRUE(k.ok) << "whole sequences: " << k.message;
+    }
+  }
+  const int64_t nseq = static_cast<int64_t>(mid_vec.size());
+  SequenceCheck k = check_sequence(mid_vec.data(), mid_exact.data(), mid_scale.data(), nseq);
+  EXPECT_TRUE(k.ok) << "carried state (first scan's final_state): " << k.message;
+  k = check_sequence(fin_vec.data(), fin_exact.data(), fin_scale.data(), nseq);
+  EXPECT_TRUE(k.ok) << "second scan's final_state: " << k.message;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < sfoot; ++i)
+    bad += !state_used[i] && (!is_poison(mid_got[i]) || !is_poison(fin[i]));
+  EXPECT_EQ(bad, 0) << "the chained scans wrote " << bad << " state cells between states";
+}
+
+struct ChainedCase {
+  Case c;
+  int64_t first;
+};
+
+template <class T>
+void run_chained_cases(const std::vector<ChainedCase>& cases) {
+  for (const ChainedCase& k : cases) {
+    run_chained<T>(k.c, k.first);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+/// Each (length, B, C, first) forward and reverse, with and without h0, gates with long memory
+/// (so that the carried state matters) and a cumulative sum.
+std::vector<ChainedCase> chained_cases(
+    std::initializer_list<std::tuple<int64_t, int64_t, int64_t, int64_t>> shapes) {
+  std::vector<ChainedCase> cases;
+  int i = 0;
+  for (const auto& [t, b, ch, first] : shapes)
+    for (bool reverse : {false, true})
+      for (bool h0 : {false, true}) {
+        Case c = shape_case(t, b, ch);
+        c.reverse = reverse;
+        c.initial_state = h0;
+        c.final_state = true;
+        c.gates = (i++ % 3 == 2) ? Gates::kOne : Gates::kNearOne;
+        c.own_stream = reverse;
+        cases.push_back({c, first});
+      }
+  return cases;
+}
+
+TYPED_TEST(ScanTest, SmallChained) {
+  std::vector<ChainedCase> cases = chained_cases({{2, 4, 5, 1},
+                                                  {33, 8, 64, 10},
+                                                  {1000, 2, 3, 999},
+                                                  {1000, 2, 3, 1},
+                                                  {2 * 4096 + 1, 1, 3, 3001}});
+  // Misaligned pointers and a padded layout with a custom state layout.
+  Case c = shape_case(4096, 2, 2);
+  c.channel_stride = 4097;
+  c.batch_stride = 2 * 4097 + 5;
+  c.gates_offset = c.tokens_offset = c.out_offset = 1;
+  c.initial_state = c.final_state = true;
+  c.state_layout = StateLayout{5, 2};
+  c.gates = Gates::kNearOne;
+  cases.push_back({c, 2047});
+  c.reverse = true;
+  cases.push_back({c, 2049});
+  run_chained_cases<TypeParam>(cases);
+}
+
+TYPED_TEST(ScanTest, Chained) {
+  run_chained_cases<TypeParam>(chained_cases({{2 * 4096 + 1, 2, 32, 3001},
+                                              {1000003, 1, 1, 400001},
+                                              {65537, 2, 3, 65536},
+                                              {33, 8, 1536, 10}}));
 }
 
 /// Two runs of the same call give bitwise identical results.

@@ -548,6 +548,52 @@ class Reference {
   std::vector<double> a_, b_, x_, m_;
 };
 
+/// The exact gradients of one sequence's backward pass and their magnitude recurrences, from
+/// stored inputs: the backward reference run in double on the stored gates a, states x and
+/// upstream gradient g (with h0 and gT = dL/d(final state)), and the same loop on |a|, |x|, |g|,
+/// |h0|, |gT|, which bounds each term: m_d[t] = |g[t]| + |a[t+1]| m_d[t+1] >= |d[t]|, so the
+/// scales are m_d (grad_tokens), m_d[t] |x[t-1]| (grad_gates) and |a[0]| m_d[0] (dh0).
+class BackwardReference {
+ public:
+  /// `gates`, `states` and `grad` point at the sequence's n contiguous stored elements.
+  template <class T>
+  void run(const T* gates, const T* states, const T* grad, int64_t n, bool reverse, double h0,
+           double gT) {
+    a_.resize(n);
+    x_.resize(n);
+    g_.resize(n);
+    da_.resize(n);
+    db_.resize(n);
+    mda_.resize(n);
+    mdb_.resize(n);
+    for (int64_t t = 0; t < n; ++t) {
+      a_[t] = to_double(gates[t]);
+      x_[t] = to_double(states[t]);
+      g_[t] = to_double(grad[t]);
+    }
+    reference::sequential_scan_backward(a_.data(), x_.data(), g_.data(), n, reverse, h0, gT,
+                                        da_.data(), db_.data(), &dh0_);
+    for (int64_t t = 0; t < n; ++t) {
+      a_[t] = std::abs(a_[t]);
+      x_[t] = std::abs(x_[t]);
+      g_[t] = std::abs(g_[t]);
+    }
+    reference::sequential_scan_backward(a_.data(), x_.data(), g_.data(), n, reverse,
+                                        std::abs(h0), std::abs(gT), mda_.data(), mdb_.data(),
+                                        &mdh0_);
+  }
+  const double* grad_gates() const { return da_.data(); }
+  const double* grad_gates_scale() const { return mda_.data(); }
+  const double* grad_tokens() const { return db_.data(); }
+  const double* grad_tokens_scale() const { return mdb_.data(); }
+  double grad_initial_state() const { return dh0_; }
+  double grad_initial_state_scale() const { return mdh0_; }
+
+ private:
+  std::vector<double> a_, x_, g_, da_, db_, mda_, mdb_;
+  double dh0_ = 0, mdh0_ = 0;
+};
+
 /// Reports the first few failed checks with ADD_FAILURE and counts the rest, so that a broken
 /// kernel yields a readable report rather than twelve thousand identical lines.
 class FailureLog {

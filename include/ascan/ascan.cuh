@@ -12,5 +12,6 @@
 #include "affine.cuh"
 #include "block/block_scan.cuh"
 #include "device/scan.cuh"
+#include "device/scan_backward.cuh"
 #include "thread/thread_scan.cuh"
 #include "warp/warp_scan.cuh"

@@ -58,4 +58,30 @@ struct ScanArgs {
   StateLayout state_layout{};
 };
 
+/// Arguments of the backward pass of a forward scan (see ScanArgs) with the same shape and
+/// direction. With g = grad_out = dL/dx and gT = grad_final_state = dL/d(final state):
+///
+///     d[t] = a[t+1] * d[t+1] + g[t],  d[T-1] = g[T-1] + gT        (forward; mirrored reversed)
+///     grad_tokens[t] = d[t],  grad_gates[t] = d[t] * x[t-1] (x[-1] = h0),
+///     grad_initial_state = a[0] * d[0]
+///
+/// `states` are the forward's outputs x and `initial_state` its h0 (0 when null). Aliasing:
+/// grad_gates may be exactly grad_out or exactly states, grad_tokens exactly grad_out (not both
+/// onto grad_out), grad_initial_state exactly initial_state or grad_final_state; nothing else
+/// may overlap an output. gT and h0 default to 0; grad_initial_state is not written when null.
+template <class T>
+struct ScanBackwardArgs {
+  const T* gates = nullptr;
+  const T* states = nullptr;
+  const T* grad_out = nullptr;
+  T* grad_gates = nullptr;
+  T* grad_tokens = nullptr;
+  Shape shape{};
+  bool reverse = false;
+  const T* initial_state = nullptr;
+  const T* grad_final_state = nullptr;
+  T* grad_initial_state = nullptr;
+  StateLayout state_layout{};
+};
+
 }  // namespace ascan

@@ -31,6 +31,9 @@ struct ScanPolicy {
   int threads;  ///< threads per block
   int lanes;    ///< threads per sequence (kWarp: a power of two <= 32; else == threads)
   int items;    ///< elements per thread per tile (whole 16-byte vectors)
+  /// Blocks per multiprocessor the kernel's registers must allow (__launch_bounds__): 2048 /
+  /// threads asks for full occupancy (at most 32 registers), 1 leaves the compiler free.
+  int min_blocks = 1;
   constexpr int tile() const { return lanes * items; }
 };
 
@@ -53,10 +56,10 @@ struct ScanTuning<4> {
   static constexpr ScanPolicy kPolicies[] = {
       {32, KernelKind::kWarp, 128, 8, 4},               // one tile of 32
       {64, KernelKind::kWarp, 128, 16, 4},              // one tile of 64
-      {128, KernelKind::kWarp, 128, 32, 4},             // one tile of 128     sweep 0.98
-      {256, KernelKind::kBlock, 64, 64, 4},             // one tile of 256     sweep 0.98
-      {512, KernelKind::kBlock, 128, 128, 4},           // one tile of 512     sweep 0.98
-      {1024, KernelKind::kBlock, 256, 256, 4},          // one tile of 1024    sweep 0.95-0.97
+      {128, KernelKind::kWarp, 128, 32, 4, 16},         // one tile of 128     sweep 0.98
+      {256, KernelKind::kBlock, 64, 64, 4, 32},         // one tile of 256     sweep 0.98
+      {512, KernelKind::kBlock, 128, 128, 4, 16},       // one tile of 512     sweep 0.98
+      {1024, KernelKind::kBlock, 256, 256, 4, 8},       // one tile of 1024    sweep 0.95-0.97
       {2048, KernelKind::kBlock, 256, 256, 8},          // one tile of 2048    sweep 0.98-1.00
       {4096, KernelKind::kChunked, 256, 256, 8},        // 2 tiles             sweep 1.00
       {INT64_MAX, KernelKind::kChunked, 256, 256, 4},   // tiles of 1024       sweep 0.97-0.99
@@ -72,9 +75,9 @@ struct ScanTuning<2> {
       {64, KernelKind::kWarp, 128, 8, 8},               // one tile of 64
       {128, KernelKind::kWarp, 128, 8, 16},             // one tile of 128     sweep 0.94
       {256, KernelKind::kWarp, 128, 16, 16},            // one tile of 256     sweep 0.98
-      {512, KernelKind::kBlock, 64, 64, 8},             // one tile of 512     sweep 0.93-0.97
-      {1024, KernelKind::kBlock, 128, 128, 8},          // one tile of 1024    sweep 0.94-0.97
-      {2048, KernelKind::kBlock, 256, 256, 8},          // one tile of 2048    sweep 0.91-0.94
+      {512, KernelKind::kBlock, 64, 64, 8, 32},         // one tile of 512     sweep 0.93-0.97
+      {1024, KernelKind::kBlock, 128, 128, 8, 16},      // one tile of 1024    sweep 0.94-0.97
+      {2048, KernelKind::kBlock, 256, 256, 8, 8},       // one tile of 2048    sweep 0.91-0.94
       {4096, KernelKind::kBlock, 256, 256, 16},         // one tile of 4096    sweep 0.94
       {8192, KernelKind::kChunked, 128, 128, 32},       // 2 tiles             sweep 0.99
       {INT64_MAX, KernelKind::kChunked, 256, 256, 16},  // tiles of 4096       sweep 0.98
@@ -99,10 +102,31 @@ struct ScanTuning<8> {
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
 
-/// Index of the row that scans sequences of `span` elements.
+/// The backward pass's table. It moves five streams instead of three and holds three loaded
+/// vectors per run, so every row keeps ONE vector per thread (a second run doubles the live
+/// registers and costs occupancy: 112-128 registers for bfloat16 at two runs, against 46-80 at
+/// one, by -Xptxas -v); the shapes are otherwise the forward's.
 template <int kBytes>
+struct BackwardTuning {
+  static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
+  // Occupancy targets (last field), by -Xptxas -v: 1536 threads per multiprocessor for the
+  // one-tile block rows (40 registers), 1024 for the warp rows (64: at 40 the 16-bit ones spill)
+  // and for the tile walk (64; unbounded, the mirrored pass takes 89-99).
+  static constexpr ScanPolicy kPolicies[] = {
+      {8 * V, KernelKind::kWarp, 128, 8, V, 8},           // one tile of 8 vectors
+      {16 * V, KernelKind::kWarp, 128, 16, V, 8},         // one tile of 16 vectors
+      {32 * V, KernelKind::kWarp, 128, 32, V, 8},         // one tile of 32 vectors
+      {64 * V, KernelKind::kBlock, 64, 64, V, 24},        // one tile of 64 vectors
+      {128 * V, KernelKind::kBlock, 128, 128, V, 12},     // one tile of 128 vectors
+      {256 * V, KernelKind::kBlock, 256, 256, V, 6},      // one tile of 256 vectors
+      {INT64_MAX, KernelKind::kChunked, 256, 256, V, 4},  // tiles of 256 vectors
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+
+/// Index of the row of `Table` that scans sequences of `span` elements.
+template <int kBytes, class Table = ScanTuning<kBytes>>
 constexpr int select_policy(int64_t span) {
-  using Table = ScanTuning<kBytes>;
   for (int i = 0; i < Table::kCount - 1; ++i)
     if (span <= Table::kPolicies[i].max_span) return i;
   return Table::kCount - 1;

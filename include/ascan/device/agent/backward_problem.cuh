@@ -1,0 +1,185 @@
+// ascan/device/agent/backward_problem.cuh: what the backward pass loads, scans and stores.
+//
+// For a forward scan x[t] = a[t] x[t-1] + b[t] (x[-1] = h0), upstream gradient g[t] = dL/dx[t]
+// and gT = dL/d(final state x[T-1]):
+//
+//     d[t]     = a[t+1] d[t+1] + g[t],   d[T-1] = g[T-1] + gT     (a reverse scan)
+//     dL/db[t] = d[t]
+//     dL/da[t] = d[t] x[t-1],            x[-1] = h0
+//     dL/dh0   = a[0] d[0]
+//
+// so the pass is a scan of the pairs (a[t+1], g[t]) in the opposite direction, from the carry
+// gT, fused with one multiply: it reads a, x, g and writes da, db in one pass over memory. For a
+// reverse forward scan every index is mirrored: pairs (a[t-1], g[t]), dL/da[t] = d[t] x[t+1]
+// with x[T] = h0, dL/dh0 = a[T-1] d[T-1]. The shifted gate and state of a vector's edge element
+// belong to the neighbouring vector: a shuffle from the next or previous lane fetches them, and
+// only the lanes at the end of a warp (whose neighbour sits in another warp, run or tile) read
+// them from memory, as one scalar each (a scalar read per lane would double the traffic between
+// L2 and the multiprocessors: each touches a whole sector).
+#pragma once
+
+#include <cstdint>
+
+#include "../../affine.cuh"
+#include "scan_agent.cuh"
+
+namespace ascan {
+namespace detail {
+
+/// The backward pass's arguments, flattened for the kernels: sizes in elements, offsets 64-bit.
+template <class T>
+struct BackwardParams {
+  const T* gates;
+  const T* states;    ///< the forward's outputs x
+  const T* grad_out;  ///< g = dL/dx
+  T* grad_gates;
+  T* grad_tokens;
+  int64_t sequences;
+  int64_t channels;
+  int64_t batch_stride;
+  int64_t channel_stride;
+  int64_t length;
+  int64_t span_bound;  ///< as ScanParams::span_bound
+  const T* initial_state;     ///< h0, nullable
+  const T* grad_final_state;  ///< gT, nullable
+  T* grad_initial_state;      ///< dL/dh0, nullable
+  int64_t state_batch_stride;
+  int64_t state_channel_stride;
+};
+
+/// `kForwardReverse`: the direction of the forward scan being differentiated; the gradient scan
+/// runs the other way.
+template <class T, bool kForwardReverse, bool kVector>
+struct BackwardProblem {
+  using Params = BackwardParams<T>;
+  using C = compute_t<T>;
+  static constexpr bool kReverse = !kForwardReverse;
+  static constexpr int kVec = kAccessItems<T, kVector>;
+  // Offset of the gate paired with position t (t+1, or t-1 mirrored) and of the state that
+  // multiplies d[t] (t-1, or t+1 mirrored).
+  static constexpr int kGateShift = kForwardReverse ? -1 : 1;
+  static constexpr int kStateShift = -kGateShift;
+
+  struct Loaded {
+    alignas(16) T a[kVec];
+    alignas(16) T x[kVec];
+    alignas(16) T g[kVec];
+    C a_edge;  ///< lanes at a warp's edge: the neighbour's gate, read from memory
+    C x_edge;  ///< lanes at a warp's edge: the neighbour's state, read from memory
+  };
+  struct Work {
+    C a[kVec];  ///< shifted gates
+    C b[kVec];  ///< upstream gradient in; d out
+    C x[kVec];  ///< shifted states
+  };
+
+  const T* a;  // grid position v lives at a[v]
+  const T* x;
+  const T* g;
+  T* da;
+  T* db;
+  int64_t lo, hi;  // the sequence's grid positions
+  C h0;
+  int width;    // lanes that exchange edges by shuffle: min(group, warp)
+  bool high_edge;  // this lane's next neighbour is outside its shuffle width
+  bool low_edge;   // this lane's previous neighbour is outside its shuffle width
+
+  __device__ __forceinline__ void load(Loaded& r, int64_t v) const {
+    const T h0_t = to_storage<T>(h0);  // exact: h0 came from T
+    load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
+    load_vector<kVec>(x, v, lo, hi, r.x, h0_t);
+    load_vector<kVec>(g, v, lo, hi, r.g, to_storage<T>(C(0)));
+    // Forward: a[v + kVec] and x[v - 1]; mirrored: a[v - 1] and x[v + kVec]. Positions outside
+    // the sequence read as the fills above: gate 1, state h0.
+    const int64_t ae = kForwardReverse ? v - 1 : v + kVec;
+    const int64_t xe = kForwardReverse ? v + kVec : v - 1;
+    if (kForwardReverse ? low_edge : high_edge)
+      r.a_edge = ae >= lo && ae < hi ? to_compute<C>(a[ae]) : C(1);
+    if (kForwardReverse ? high_edge : low_edge)
+      r.x_edge = xe >= lo && xe < hi ? to_compute<C>(x[xe]) : h0;
+  }
+
+  __device__ __forceinline__ void convert(const Loaded& r, int64_t v, Work& w) const {
+    // The neighbours' edge elements, by shuffle; lanes at the edge keep what they read.
+    const C a_low = to_compute<C>(r.a[0]), a_high = to_compute<C>(r.a[kVec - 1]);
+    const C x_low = to_compute<C>(r.x[0]), x_high = to_compute<C>(r.x[kVec - 1]);
+    C a_edge, x_edge;
+    if constexpr (kForwardReverse) {
+      a_edge = __shfl_up_sync(0xffffffffu, a_high, 1, width);
+      x_edge = __shfl_down_sync(0xffffffffu, x_low, 1, width);
+      if (low_edge) a_edge = r.a_edge;
+      if (high_edge) x_edge = r.x_edge;
+    } else {
+      a_edge = __shfl_down_sync(0xffffffffu, a_low, 1, width);
+      x_edge = __shfl_up_sync(0xffffffffu, x_high, 1, width);
+      if (high_edge) a_edge = r.a_edge;
+      if (low_edge) x_edge = r.x_edge;
+    }
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      const int ia = i + kGateShift;
+      const int ix = i + kStateShift;
+      w.a[i] = ia >= 0 && ia < kVec ? to_compute<C>(r.a[ia]) : a_edge;
+      w.x[i] = ix >= 0 && ix < kVec ? to_compute<C>(r.x[ix]) : x_edge;
+      w.b[i] = to_compute<C>(r.g[i]);
+    }
+    if (!(v >= lo && v + kVec <= hi)) {  // positions outside the sequence: the identity (1, 0)
+#pragma unroll
+      for (int i = 0; i < kVec; ++i)
+        if (v + i < lo || v + i >= hi) w.a[i] = C(1);
+    }
+  }
+
+  __device__ __forceinline__ void store(const Work& w, int64_t v) const {
+    alignas(16) T ya[kVec];
+    alignas(16) T yb[kVec];
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      ya[i] = to_storage<T>(w.b[i] * w.x[i]);
+      yb[i] = to_storage<T>(w.b[i]);
+    }
+    store_vector<kVec>(da, v, lo, hi, ya);
+    store_vector<kVec>(db, v, lo, hi, yb);
+  }
+
+  /// The backward pass of sequence `seq` with a group of kLanes threads (this one at `rank`);
+  /// with `active` false the group takes part in every shuffle and barrier but reads and writes
+  /// nothing.
+  template <int kLanes, int kItems, bool kOneTile, class Group>
+  static __device__ __forceinline__ void scan_sequence(const Params& p, int64_t seq, bool active,
+                                                       int rank, Group& group) {
+    const int64_t bi = active ? seq / p.channels : 0;
+    const int64_t ci = active ? seq - bi * p.channels : 0;
+    const int64_t offset = bi * p.batch_stride + ci * p.channel_stride;
+    // All five arrays share their misalignment on the vector path: one lead for all.
+    const int64_t lead = kVector ? lead_of(p.gates + offset) : 0;
+    const int64_t state = bi * p.state_batch_stride + ci * p.state_channel_stride;
+    const int64_t base = offset - lead;
+    constexpr int kWidth = kLanes < kWarpThreads ? kLanes : kWarpThreads;
+    const int lane = rank % kWidth;
+    BackwardProblem problem{p.gates + base,
+                            p.states + base,
+                            p.grad_out + base,
+                            p.grad_gates + base,
+                            p.grad_tokens + base,
+                            lead,
+                            active ? lead + p.length : lead,
+                            active && p.initial_state != nullptr
+                                ? to_compute<C>(p.initial_state[state])
+                                : C(0),
+                            kWidth,
+                            lane == kWidth - 1,
+                            lane == 0};
+    C carry = active && p.grad_final_state != nullptr ? to_compute<C>(p.grad_final_state[state])
+                                                       : C(0);
+    scan_tiles<BackwardProblem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group, carry);
+    // carry is now d at the forward's first step (d[0], or d[T-1] mirrored).
+    if (active && rank == 0 && p.grad_initial_state != nullptr) {
+      const T first_gate = p.gates[offset + (kForwardReverse ? p.length - 1 : 0)];
+      p.grad_initial_state[state] = to_storage<T>(to_compute<C>(first_gate) * carry);
+    }
+  }
+};
+
+}  // namespace detail
+}  // namespace ascan

@@ -1,0 +1,119 @@
+// ascan/device/agent/scan_agent.cuh: one group of threads scanning one sequence, tile by tile.
+//
+// The forward scan and the backward pass are the same loop over tiles; they differ only in what
+// a tile loads, which pairs (a, b) it scans, and what it stores. A Problem (forward_problem.cuh,
+// backward_problem.cuh) supplies those; scan_tiles runs the loop:
+//
+//   for each tile, in scan order:
+//     1. convert the tile's loaded elements to compute-type pairs (Problem::convert),
+//     2. issue the next tile's loads (so they are in flight while this one is scanned),
+//     3. fold each vector's pairs into one Affine pair (thread layer),
+//     4. scan the group's pairs with the carried state (warp or block layer): the state entering
+//        each vector, and the carry advanced past the tile,
+//     5. run the recurrence over each vector and store what the Problem makes of it.
+//
+// A tile is kRuns runs of kLanes vectors (16 bytes each, or one element on the scalar path);
+// lane r holds vector r of every run, so each warp-wide access is one contiguous stretch. Tiles
+// sit on a grid anchored at the 16-byte boundary at or before the sequence's first element, so
+// every vector access is aligned whatever the sequence's offset; grid positions outside the
+// sequence hold the identity (1, 0) and are neither read nor written.
+#pragma once
+
+#include <cstdint>
+
+#include "../../affine.cuh"
+#include "../../thread/thread_scan.cuh"
+
+namespace ascan {
+namespace detail {
+
+/// Elements per access: one 16-byte vector on the vector path, one element on the scalar path.
+template <class T, bool kVector>
+constexpr int kAccessItems = kVector ? static_cast<int>(16 / sizeof(T)) : 1;
+
+/// Elements between the 16-byte boundary at or before `p` and `p`: the sequence's lead on the
+/// tile grid.
+template <class T>
+__device__ __forceinline__ int64_t lead_of(const T* p) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) % 16 / sizeof(T));
+}
+
+/// Loads the `kVec` elements [v, v + kVec) of a sequence whose grid position v lives at `p[v]`:
+/// one 16-byte load when all of them lie inside [lo, hi), else guarded scalars; positions outside
+/// [lo, hi) are not read and take `fill`.
+template <int kVec, class T>
+__device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, int64_t hi,
+                                            T (&r)[kVec], T fill) {
+  if (kVec > 1 && v >= lo && v + kVec <= hi) {
+    static_assert(kVec == 1 || kVec * sizeof(T) == 16, "vectors are 16 bytes");
+    *reinterpret_cast<uint4*>(r) = __ldg(reinterpret_cast<const uint4*>(p + v));
+  } else {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) r[i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
+  }
+}
+
+/// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]`.
+template <int kVec, class T>
+__device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_t hi,
+                                             const T (&r)[kVec]) {
+  if (kVec > 1 && v >= lo && v + kVec <= hi) {
+    *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(r);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i)
+      if (v + i >= lo && v + i < hi) p[v + i] = r[i];
+  }
+}
+
+/// Runs `problem` over its sequence with a group of kLanes threads, this one at `rank`; `group`
+/// is a WarpScan or BlockScan over kRuns = kItems / Problem::kVec runs. All threads of the group
+/// must call it with the same `span_bound` (inactive groups included: their problem masks
+/// everything); the group walks ceil(span_bound / tile) tiles, or exactly one with kOneTile.
+/// `carry` enters as the state before the first element in scan order and leaves as the state
+/// after the last.
+template <class Problem, int kLanes, int kItems, bool kOneTile, class Group>
+__device__ __forceinline__ void scan_tiles(Problem& problem, int64_t span_bound, int rank,
+                                           Group& group, typename Problem::C& carry) {
+  using C = typename Problem::C;
+  constexpr bool kReverse = Problem::kReverse;
+  constexpr int kVec = Problem::kVec;
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kRuns = kItems / kVec;
+  constexpr int64_t kRun = int64_t(kLanes) * kVec;
+  constexpr int64_t kTile = kRun * kRuns;
+  const int64_t tiles = kOneTile ? 1 : (span_bound + kTile - 1) / kTile;
+
+  // Grid position of this thread's vector in run j of the k-th tile in scan order.
+  auto position = [&](int64_t k, int j) {
+    return (kReverse ? tiles - 1 - k : k) * kTile + j * kRun + int64_t(rank) * kVec;
+  };
+
+  typename Problem::Loaded loaded[kRuns];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(0, j));
+
+#pragma unroll 1
+  for (int64_t k = 0; k < tiles; ++k) {
+    typename Problem::Work work[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], position(k, j), work[j]);
+    if (!kOneTile && k + 1 < tiles) {  // the next tile's loads go out before this one's scan
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(k + 1, j));
+    }
+    Affine<C> aggregate[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) aggregate[j] = thread_reduce<kReverse>(work[j].a, work[j].b);
+    C incoming[kRuns];
+    group.scan_state(aggregate, incoming, carry);
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      thread_scan<kReverse>(incoming[j], work[j].a, work[j].b);
+      problem.store(work[j], position(k, j));
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace ascan
