@@ -542,18 +542,16 @@ struct CandidateTable {
   using K = ascan::detail::KernelKind;
   static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
   // kLoop keeps a warp row looping over tiles; a warp row with max_span == tile runs one tile;
-  // block rows are one tile by construction.
+  // block rows are one tile by construction. The last field is the occupancy target (blocks per
+  // multiprocessor the registers must allow). The current sweep: the tile walk for long
+  // sequences, forward and backward (earlier sweeps' candidates: bench/RESULTS.md).
   static constexpr int64_t kLoop = INT64_MAX;
   static constexpr ascan::detail::ScanPolicy kPolicies[] = {
-      {kLoop, K::kWarp, 128, 8, 2 * V},  {kLoop, K::kWarp, 128, 16, 1 * V},
-      {kLoop, K::kWarp, 128, 16, 2 * V}, {kLoop, K::kWarp, 128, 32, 1 * V},
-      {kLoop, K::kWarp, 256, 32, 1 * V}, {kLoop, K::kWarp, 256, 32, 2 * V},
-      {kLoop, K::kWarp, 256, 32, 4 * V}, {64 * V, K::kWarp, 128, 32, 2 * V},
-      {32 * V, K::kWarp, 128, 32, 1 * V}, {32 * V, K::kWarp, 128, 16, 2 * V},
-      {0, K::kBlock, 64, 64, 1 * V},     {0, K::kBlock, 64, 64, 2 * V},
-      {0, K::kBlock, 128, 128, 1 * V},   {0, K::kBlock, 128, 128, 2 * V},
-      {0, K::kBlock, 256, 256, 1 * V},   {0, K::kBlock, 256, 256, 2 * V},
-      {0, K::kChunked, 256, 256, 1 * V},
+      {kLoop, K::kChunked, 256, 256, 1 * V, 4}, {kLoop, K::kChunked, 256, 256, 1 * V, 3},
+      {kLoop, K::kChunked, 128, 128, 1 * V, 8}, {kLoop, K::kChunked, 512, 512, 1 * V, 2},
+      {kLoop, K::kChunked, 256, 256, 2 * V, 3}, {kLoop, K::kChunked, 256, 256, 2 * V, 2},
+      {kLoop, K::kChunked, 128, 128, 2 * V, 4}, {kLoop, K::kChunked, 128, 128, 4 * V, 4},
+      {kLoop, K::kChunked, 256, 256, 1 * V, 1},
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
@@ -576,6 +574,23 @@ std::string measure_row(const Extent& shape, bool reverse, int row, double* ms) 
                                            CandidateTable<sizeof(T)>>(row, reverse, vector, params,
                                                                       g_gpu.stream),
                           "launch_scan_row");
+      },
+      ms);
+}
+
+template <class T>
+std::string measure_row_backward(const Extent& shape, bool reverse, int row, double* ms) {
+  const ascan::ScanBackwardArgs<T> args = backward_args<T>(shape, reverse);
+  if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
+  bool vector = false;
+  const auto params = ascan::detail::make_backward_params(args, vector);
+  return time_median(
+      [&]() -> std::string {
+        return cuda_check(
+            ascan::detail::launch_scan_row<ascan::detail::BackwardProblem, T,
+                                           CandidateTable<sizeof(T)>>(row, reverse, vector, params,
+                                                                      g_gpu.stream),
+            "launch_scan_row");
       },
       ms);
 }
@@ -639,7 +654,8 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
           err = measure_backward<T>(shape, reverse, &op_ms);
           break;
         case Op::kTune:
-          err = measure_row<T>(shape, reverse, row, &op_ms);
+          err = backward ? measure_row_backward<T>(shape, reverse, row, &op_ms)
+                         : measure_row<T>(shape, reverse, row, &op_ms);
           break;
         default:
           err = measure_cub<T>(shape, &op_ms);
@@ -710,7 +726,8 @@ template <class T>
 void register_tuning(const GridRow& grid_row) {
   using Table = CandidateTable<sizeof(T)>;
   const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" +
-                                shape_name(grid_row.shape) + (grid_row.reverse ? "/reverse" : "");
+                                shape_name(grid_row.shape) + (grid_row.reverse ? "/reverse" : "") +
+                                (grid_row.backward ? "/bwd" : "");
   for (int r = 0; r < Table::kCount; ++r) {
     const auto& policy = Table::kPolicies[r];
     const bool one_tile = policy.kind == ascan::detail::KernelKind::kBlock ||
@@ -719,15 +736,17 @@ void register_tuning(const GridRow& grid_row) {
     if (one_tile && grid_row.shape.length > policy.tile()) continue;
     const Extent shape = grid_row.shape;
     const bool reverse = grid_row.reverse;
+    const bool backward = grid_row.backward;
     benchmark::RegisterBenchmark(
         ("tune/" + case_name + "/" + kind_name(policy.kind) + "_t" + std::to_string(policy.threads) +
          "_l" + std::to_string(policy.lanes) + "_i" + std::to_string(policy.items) +
          (policy.kind == ascan::detail::KernelKind::kWarp && policy.max_span <= policy.tile()
               ? "_one"
-              : ""))
+              : "") +
+         "_m" + std::to_string(policy.min_blocks))
             .c_str(),
         [=](benchmark::State& st) {
-          run_row<T>(st, Op::kTune, case_name, shape, reverse, false, r);
+          run_row<T>(st, Op::kTune, case_name, shape, reverse, backward, r);
         })
         ->UseManualTime()
         ->Iterations(1)
@@ -815,7 +834,6 @@ int main(int argc, char** argv) {
       if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
       with_dtype(d, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        if (tune && row.backward) return;
         if (tune)
           register_tuning<T>(row);
         else

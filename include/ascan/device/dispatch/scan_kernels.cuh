@@ -61,12 +61,15 @@ template <class Problem, class Table, int kRow>
 cudaError_t launch_row(const typename Problem::Params& p, cudaStream_t stream) {
   constexpr ScanPolicy P = Table::kPolicies[kRow];
   constexpr int64_t kMaxGrid = 2147483647;  // a grid-stride loop covers the rest
+  // The occupancy target is measured on the vector path; the scalar path holds kVec times more
+  // runs and keeps its registers rather than spill.
+  constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
   if constexpr (P.kind == KernelKind::kWarp) {
     const int64_t blocks = ceil_div(p.sequences, P.threads / P.lanes);
-    warp_kernel<Problem, P.threads, P.lanes, P.items, (P.max_span <= P.tile()), P.min_blocks>
+    warp_kernel<Problem, P.threads, P.lanes, P.items, (P.max_span <= P.tile()), kMinBlocks>
         <<<static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid), P.threads, 0, stream>>>(p);
   } else {
-    block_kernel<Problem, P.threads, P.items, P.kind == KernelKind::kBlock, P.min_blocks>
+    block_kernel<Problem, P.threads, P.items, P.kind == KernelKind::kBlock, kMinBlocks>
         <<<static_cast<unsigned>(p.sequences < kMaxGrid ? p.sequences : kMaxGrid), P.threads, 0,
            stream>>>(p);
   }

@@ -61,8 +61,8 @@ struct ScanTuning<4> {
       {512, KernelKind::kBlock, 128, 128, 4, 16},       // one tile of 512     sweep 0.98
       {1024, KernelKind::kBlock, 256, 256, 4, 8},       // one tile of 1024    sweep 0.95-0.97
       {2048, KernelKind::kBlock, 256, 256, 8},          // one tile of 2048    sweep 0.98-1.00
-      {4096, KernelKind::kChunked, 256, 256, 8},        // 2 tiles             sweep 1.00
-      {INT64_MAX, KernelKind::kChunked, 256, 256, 4},   // tiles of 1024       sweep 0.97-0.99
+      {4096, KernelKind::kChunked, 128, 128, 8, 4},     // 4 tiles of 1024     sweep 0.995
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 4, 4},  // tiles of 1024     sweep 0.97-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
@@ -78,9 +78,9 @@ struct ScanTuning<2> {
       {512, KernelKind::kBlock, 64, 64, 8, 32},         // one tile of 512     sweep 0.93-0.97
       {1024, KernelKind::kBlock, 128, 128, 8, 16},      // one tile of 1024    sweep 0.94-0.97
       {2048, KernelKind::kBlock, 256, 256, 8, 8},       // one tile of 2048    sweep 0.91-0.94
-      {4096, KernelKind::kBlock, 256, 256, 16},         // one tile of 4096    sweep 0.94
-      {8192, KernelKind::kChunked, 128, 128, 32},       // 2 tiles             sweep 0.99
-      {INT64_MAX, KernelKind::kChunked, 256, 256, 16},  // tiles of 4096       sweep 0.98
+      {4096, KernelKind::kChunked, 128, 128, 8, 8},     // 4 tiles of 1024     sweep 0.955-0.97
+      {8192, KernelKind::kChunked, 128, 128, 32, 4},    // 2 tiles of 4096     sweep 0.99-1.00
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 16, 3},  // tiles of 4096    sweep 0.965-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
@@ -102,24 +102,53 @@ struct ScanTuning<8> {
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
 
-/// The backward pass's table. It moves five streams instead of three and holds three loaded
-/// vectors per run, so every row keeps ONE vector per thread (a second run doubles the live
-/// registers and costs occupancy: 112-128 registers for bfloat16 at two runs, against 46-80 at
-/// one, by -Xptxas -v); the shapes are otherwise the forward's.
+/// The backward pass's tables. It moves five streams instead of three and holds three loaded
+/// vectors per run, so the one-tile rows keep ONE vector per thread; the tile walk for long
+/// sequences comes from its own sweep (bench/RESULTS.md): 16-bit types want small blocks at
+/// full occupancy (128 threads, one run, 8 blocks per multiprocessor: 0.88-0.94 against
+/// 0.73-0.86 for 256 threads), float two runs per thread.
+/// Occupancy targets (last field), by -Xptxas -v: 1536 threads per multiprocessor for the
+/// one-tile block rows (40 registers), 1024 for the warp rows (64: at 40 the 16-bit ones spill).
+template <int V>
+struct BackwardOneTileRows {
+  static constexpr ScanPolicy kRows[] = {
+      {8 * V, KernelKind::kWarp, 128, 8, V, 8},       // one tile of 8 vectors
+      {16 * V, KernelKind::kWarp, 128, 16, V, 8},     // one tile of 16 vectors
+      {32 * V, KernelKind::kWarp, 128, 32, V, 8},     // one tile of 32 vectors
+      {64 * V, KernelKind::kBlock, 64, 64, V, 24},    // one tile of 64 vectors
+      {128 * V, KernelKind::kBlock, 128, 128, V, 12},  // one tile of 128 vectors
+      {256 * V, KernelKind::kBlock, 256, 256, V, 6},   // one tile of 256 vectors
+  };
+};
+
 template <int kBytes>
 struct BackwardTuning {
-  static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
-  // Occupancy targets (last field), by -Xptxas -v: 1536 threads per multiprocessor for the
-  // one-tile block rows (40 registers), 1024 for the warp rows (64: at 40 the 16-bit ones spill)
-  // and for the tile walk (64; unbounded, the mirrored pass takes 89-99).
+  static constexpr int V = 16 / kBytes;
+  using One = BackwardOneTileRows<V>;
   static constexpr ScanPolicy kPolicies[] = {
-      {8 * V, KernelKind::kWarp, 128, 8, V, 8},           // one tile of 8 vectors
-      {16 * V, KernelKind::kWarp, 128, 16, V, 8},         // one tile of 16 vectors
-      {32 * V, KernelKind::kWarp, 128, 32, V, 8},         // one tile of 32 vectors
-      {64 * V, KernelKind::kBlock, 64, 64, V, 24},        // one tile of 64 vectors
-      {128 * V, KernelKind::kBlock, 128, 128, V, 12},     // one tile of 128 vectors
-      {256 * V, KernelKind::kBlock, 256, 256, V, 6},      // one tile of 256 vectors
-      {INT64_MAX, KernelKind::kChunked, 256, 256, V, 4},  // tiles of 256 vectors
+      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4], One::kRows[5],
+      {INT64_MAX, KernelKind::kChunked, 256, 256, V, 4},  // double: not swept
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+
+template <>
+struct BackwardTuning<4> {
+  using One = BackwardOneTileRows<4>;
+  static constexpr ScanPolicy kPolicies[] = {
+      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4], One::kRows[5],
+      {8192, KernelKind::kChunked, 256, 256, 8, 3},       // sweep 0.97-0.99
+      {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 4},  // sweep 0.91-0.95
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+
+template <>
+struct BackwardTuning<2> {
+  using One = BackwardOneTileRows<8>;
+  static constexpr ScanPolicy kPolicies[] = {
+      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4], One::kRows[5],
+      {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 8},  // sweep 0.88-0.94
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
