@@ -73,7 +73,7 @@ struct ScanTuning<2> {
   static constexpr ScanPolicy kPolicies[] = {
       {32, KernelKind::kWarp, 128, 4, 8},               // one tile of 32
       {64, KernelKind::kWarp, 128, 8, 8},               // one tile of 64
-      {128, KernelKind::kWarp, 128, 8, 16},             // one tile of 128     sweep 0.94
+      {128, KernelKind::kWarp, 128, 8, 16, 10},         // one tile of 128     sweep 0.94
       {256, KernelKind::kWarp, 128, 16, 16},            // one tile of 256     sweep 0.98
       {512, KernelKind::kBlock, 64, 64, 8, 32},         // one tile of 512     sweep 0.93-0.97
       {1024, KernelKind::kBlock, 128, 128, 8, 16},      // one tile of 1024    sweep 0.94-0.97
@@ -136,7 +136,8 @@ template <>
 struct BackwardTuning<4> {
   using One = BackwardOneTileRows<4>;
   static constexpr ScanPolicy kPolicies[] = {
-      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4], One::kRows[5],
+      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4],
+      {1024, KernelKind::kChunked, 128, 128, 4, 8},       // 2 tiles of 512: sweep 0.94-0.97
       {8192, KernelKind::kChunked, 256, 256, 8, 3},       // sweep 0.97-0.99
       {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 4},  // sweep 0.91-0.95
   };
