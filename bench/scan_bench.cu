@@ -543,15 +543,15 @@ struct CandidateTable {
   static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
   // kLoop keeps a warp row looping over tiles; a warp row with max_span == tile runs one tile;
   // block rows are one tile by construction. The last field is the occupancy target (blocks per
-  // multiprocessor the registers must allow). The current sweep: the tile walk for long
-  // sequences, forward and backward (earlier sweeps' candidates: bench/RESULTS.md).
+  // multiprocessor the registers must allow). The current sweep: block sizes and occupancy for
+  // one tile of 128 (earlier sweeps' candidates and results: bench/RESULTS.md).
   static constexpr int64_t kLoop = INT64_MAX;
+  static constexpr int kA = 128 / (2 * V), kB = 128 / V;  // lanes for one tile of 128
   static constexpr ascan::detail::ScanPolicy kPolicies[] = {
-      {kLoop, K::kChunked, 256, 256, 1 * V, 4}, {kLoop, K::kChunked, 256, 256, 1 * V, 3},
-      {kLoop, K::kChunked, 128, 128, 1 * V, 8}, {kLoop, K::kChunked, 512, 512, 1 * V, 2},
-      {kLoop, K::kChunked, 256, 256, 2 * V, 3}, {kLoop, K::kChunked, 256, 256, 2 * V, 2},
-      {kLoop, K::kChunked, 128, 128, 2 * V, 4}, {kLoop, K::kChunked, 128, 128, 4 * V, 4},
-      {kLoop, K::kChunked, 256, 256, 1 * V, 1},
+      {128, K::kWarp, 128, kA, 2 * V, 10}, {128, K::kWarp, 256, kA, 2 * V, 5},
+      {128, K::kWarp, 512, kA, 2 * V, 2},  {128, K::kWarp, 128, kB, V, 16},
+      {128, K::kWarp, 256, kB, V, 8},      {128, K::kWarp, 512, kB, V, 4},
+      {128, K::kWarp, 128, kA, 2 * V, 1},  {128, K::kWarp, 128, kB, V, 1},
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };

@@ -73,7 +73,7 @@ struct ScanTuning<2> {
   static constexpr ScanPolicy kPolicies[] = {
       {32, KernelKind::kWarp, 128, 4, 8},               // one tile of 32
       {64, KernelKind::kWarp, 128, 8, 8},               // one tile of 64
-      {128, KernelKind::kWarp, 128, 8, 16, 10},         // one tile of 128     sweep 0.94
+      {128, KernelKind::kWarp, 128, 8, 16},             // one tile of 128     sweep 0.87-0.94
       {256, KernelKind::kWarp, 128, 16, 16},            // one tile of 256     sweep 0.98
       {512, KernelKind::kBlock, 64, 64, 8, 32},         // one tile of 512     sweep 0.93-0.97
       {1024, KernelKind::kBlock, 128, 128, 8, 16},      // one tile of 1024    sweep 0.94-0.97
