@@ -77,7 +77,7 @@ struct ScanTuning<2> {
       {256, KernelKind::kWarp, 128, 16, 16},            // one tile of 256     sweep 0.98
       {512, KernelKind::kBlock, 64, 64, 8, 32},         // one tile of 512     sweep 0.93-0.97
       {1024, KernelKind::kBlock, 128, 128, 8, 16},      // one tile of 1024    sweep 0.94-0.97
-      {2048, KernelKind::kBlock, 128, 128, 16},         // one tile of 2048    sweep 0.93-0.95
+      {2048, KernelKind::kBlock, 256, 256, 8, 8},       // one tile of 2048    sweep 0.91-0.94
       {4096, KernelKind::kChunked, 128, 128, 8, 8},     // 4 tiles of 1024     sweep 0.955-0.97
       {8192, KernelKind::kChunked, 128, 128, 32, 4},    // 2 tiles of 4096     sweep 0.99-1.00
       {INT64_MAX, KernelKind::kChunked, 256, 256, 16, 3},  // tiles of 4096    sweep 0.965-0.99
