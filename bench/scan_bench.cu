@@ -9,7 +9,8 @@
 //   cub/<dtype>/<B>x<C>x<T>    cub::DeviceScan::InclusiveScan over the flattened batch with the
 //                              affine-pair operator: what a user gets from CUB alone.
 //
-// and for every backward case (suffix /bwd) a copy row of 5 * N * sizeof(T) / 2 bytes (read
+// Forward cases with suffix /states pass an initial and a final state per sequence. For every
+// backward case (suffix /bwd) a copy row of 5 * N * sizeof(T) / 2 bytes (read
 // gates, states, grad_out; write grad_gates, grad_tokens) and a scan row (ascan::scan_backward).
 //
 // Each scan and cub row measures its own copy in the same run and reports
@@ -85,6 +86,7 @@ struct GridRow {
   std::vector<Dtype> dtypes;
   bool reverse = false;
   bool backward = false;  ///< the backward pass (5 streams) instead of the forward scan
+  bool states = false;    ///< forward with initial_state and final_state (2 more (B, C) arrays)
 };
 
 std::vector<GridRow> standard_grid() {
@@ -98,8 +100,11 @@ std::vector<GridRow> standard_grid() {
   grid.push_back({{8, 1536, 50000}, f32_bf16});
   // Reverse direction, one length.
   grid.push_back({{8, 1536, 4096}, f32_bf16, /*reverse=*/true});
-  // The backward pass over the same shapes.
-  const size_t forward_rows = grid.size();
+  // The forward scan with an initial and a final state per sequence.
+  for (int k : {7, 12, 16})
+    grid.push_back({{8, 1536, int64_t{1} << k}, f32_bf16, false, false, true});
+  // The backward pass over the same shapes (not the states rows).
+  const size_t forward_rows = grid.size() - 3;
   for (size_t i = 0; i < forward_rows; ++i) {
     GridRow row = grid[i];
     row.backward = true;
@@ -338,6 +343,8 @@ struct Workspace {
   void* out = nullptr;
   void* grad = nullptr;   // backward: upstream gradient g
   void* grad2 = nullptr;  // backward: grad_tokens (out holds grad_gates)
+  void* h0 = nullptr;     // states rows: initial state per sequence
+  void* final = nullptr;  // states rows: final state per sequence
   void* copy_src = nullptr;
   void* copy_dst = nullptr;
   size_t copy_bytes = 0;
@@ -345,7 +352,8 @@ struct Workspace {
   size_t cub_temp_bytes = 0;
 
   void release() {
-    for (void* p : {gates, tokens, out, grad, grad2, copy_src, copy_dst, cub_temp}) cudaFree(p);
+    for (void* p : {gates, tokens, out, grad, grad2, h0, final, copy_src, copy_dst, cub_temp})
+      cudaFree(p);
     *this = Workspace{};
   }
 };
@@ -365,6 +373,9 @@ std::string workspace_for(const std::string& key, const Extent& shape) {
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.out, bytes), "cudaMalloc(out)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.grad, bytes), "cudaMalloc(grad)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.grad2, bytes), "cudaMalloc(grad2)");
+  const size_t state_bytes = size_t(shape.sequences()) * sizeof(T);
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.h0, state_bytes), "cudaMalloc(h0)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.final, state_bytes), "cudaMalloc(final)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_src, copy_bytes), "cudaMalloc(copy)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_dst, copy_bytes), "cudaMalloc(copy)");
   if (err.empty()) {
@@ -372,6 +383,7 @@ std::string workspace_for(const std::string& key, const Extent& shape) {
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.gates), n, 0.999f, 1.0f, 1);
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.tokens), n, 0.0f, 1.0f, 2);
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.grad), n, 0.0f, 1.0f, 3);
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.h0), shape.sequences(), 0.0f, 1.0f, 4);
     err = cuda_check(cudaGetLastError(), "fill_uniform");
     if (err.empty())
       err = cuda_check(cudaMemsetAsync(g_ws.copy_src, 0x3C, copy_bytes, s), "memset");
@@ -390,7 +402,7 @@ std::string workspace_for(const std::string& key, const Extent& shape) {
 
 // Compares the first and last sequence of `out` with a double loop over the same stored inputs.
 template <class T>
-std::string check_output(const Extent& shape, bool reverse) {
+std::string check_output(const Extent& shape, bool reverse, bool states) {
   const int64_t len = shape.length;
   std::vector<T> a(len), b(len), x(len);
   for (int64_t seq : {int64_t{0}, shape.sequences() - 1}) {
@@ -409,6 +421,18 @@ std::string check_output(const Extent& shape, bool reverse) {
           "cudaMemcpy(check)");
     if (!err.empty()) return err;
     double state = 0.0;
+    T h0{}, fin{};
+    if (states) {
+      err = cuda_check(
+          cudaMemcpy(&h0, static_cast<T*>(g_ws.h0) + seq, sizeof(T), cudaMemcpyDeviceToHost),
+          "cudaMemcpy(check)");
+      if (err.empty())
+        err = cuda_check(
+            cudaMemcpy(&fin, static_cast<T*>(g_ws.final) + seq, sizeof(T), cudaMemcpyDeviceToHost),
+            "cudaMemcpy(check)");
+      if (!err.empty()) return err;
+      state = to_float(h0);
+    }
     for (int64_t k = 0; k < len; ++k) {
       const int64_t t = reverse ? len - 1 - k : k;
       state = double(to_float(a[t])) * state + double(to_float(b[t]));
@@ -421,6 +445,9 @@ std::string check_output(const Extent& shape, bool reverse) {
         return msg;
       }
     }
+    if (states && !(std::abs(double(to_float(fin)) - state) <=
+                    DtypeInfo<T>::kTolerance * (std::abs(state) + 1.0)))
+      return "wrong final state: sequence " + std::to_string(seq);
   }
   return {};
 }
@@ -435,12 +462,14 @@ std::string check_backward(const Extent& shape, bool reverse) {
     const int64_t off = seq * len;
     const size_t bytes = size_t(len) * sizeof(T);
     std::string err;
-    for (auto [dst, src] : {std::pair<T*, void*>{a.data(), g_ws.gates}, {x.data(), g_ws.tokens},
-                            {g.data(), g_ws.grad}, {da.data(), g_ws.out}, {db.data(), g_ws.grad2}})
+    for (auto [dst, src] : {std::pair<T*, void*>{a.data(), g_ws.gates},
+                            {x.data(), g_ws.tokens},
+                            {g.data(), g_ws.grad},
+                            {da.data(), g_ws.out},
+                            {db.data(), g_ws.grad2}})
       if (err.empty())
-        err = cuda_check(
-            cudaMemcpy(dst, static_cast<T*>(src) + off, bytes, cudaMemcpyDeviceToHost),
-            "cudaMemcpy(check)");
+        err = cuda_check(cudaMemcpy(dst, static_cast<T*>(src) + off, bytes, cudaMemcpyDeviceToHost),
+                         "cudaMemcpy(check)");
     if (!err.empty()) return err;
     double d = 0.0;
     for (int64_t k = 0; k < len; ++k) {  // scan order: from the forward's last step back
@@ -450,8 +479,9 @@ std::string check_backward(const Extent& shape, bool reverse) {
       const double gate = next >= 0 && next < len ? double(to_float(a[next])) : 1.0;
       d = gate * d + double(to_float(g[t]));
       const double xprev = prev >= 0 && prev < len ? double(to_float(x[prev])) : 0.0;
-      for (auto [got, want, what] : {std::tuple<double, double, const char*>{to_float(db[t]), d, "db"},
-                                     {to_float(da[t]), d * xprev, "da"}})
+      for (auto [got, want, what] :
+           {std::tuple<double, double, const char*>{to_float(db[t]), d, "db"},
+            {to_float(da[t]), d * xprev, "da"}})
         if (!(std::abs(got - want) <= DtypeInfo<T>::kTolerance * (std::abs(want) + 1.0))) {
           char msg[160];
           std::snprintf(msg, sizeof msg, "wrong %s: sequence %lld, t = %lld: got %.7g, want %.7g",
@@ -493,13 +523,17 @@ std::string measure_copy(int streams, double* ms) {
 }
 
 template <class T>
-std::string measure_scan(const Extent& shape, bool reverse, double* ms) {
+std::string measure_scan(const Extent& shape, bool reverse, bool states, double* ms) {
   ascan::ScanArgs<T> args;
   args.gates = static_cast<const T*>(g_ws.gates);
   args.tokens = static_cast<const T*>(g_ws.tokens);
   args.out = static_cast<T*>(g_ws.out);
   args.shape = ascan::time_contiguous(shape.batch, shape.channels, shape.length);
   args.reverse = reverse;
+  if (states) {
+    args.initial_state = static_cast<const T*>(g_ws.h0);
+    args.final_state = static_cast<T*>(g_ws.final);
+  }
   return time_median(
       [&args]() -> std::string {
         const ascan::Status st = ascan::scan(args, g_gpu.stream);
@@ -569,10 +603,9 @@ std::string measure_row(const Extent& shape, bool reverse, int row, double* ms) 
   const auto params = ascan::detail::make_params(args, vector);
   return time_median(
       [&]() -> std::string {
-        return cuda_check(
-            ascan::detail::launch_scan_row<ascan::detail::ForwardProblem, T,
-                                           CandidateTable<sizeof(T)>>(row, reverse, vector, params,
-                                                                      g_gpu.stream),
+        return cuda_check(ascan::detail::launch_scan_row<ascan::detail::ForwardProblem, T,
+                                                         CandidateTable<sizeof(T)>>(
+                              row, reverse, vector, params, g_gpu.stream),
                           "launch_scan_row");
       },
       ms);
@@ -586,11 +619,10 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
   const auto params = ascan::detail::make_backward_params(args, vector);
   return time_median(
       [&]() -> std::string {
-        return cuda_check(
-            ascan::detail::launch_scan_row<ascan::detail::BackwardProblem, T,
-                                           CandidateTable<sizeof(T)>>(row, reverse, vector, params,
-                                                                      g_gpu.stream),
-            "launch_scan_row");
+        return cuda_check(ascan::detail::launch_scan_row<ascan::detail::BackwardProblem, T,
+                                                         CandidateTable<sizeof(T)>>(
+                              row, reverse, vector, params, g_gpu.stream),
+                          "launch_scan_row");
       },
       ms);
 }
@@ -629,7 +661,7 @@ std::string measure_cub(const Extent& shape, double* ms) {
 
 template <class T>
 void run_row(benchmark::State& state, Op op, const std::string& case_name, const Extent& shape,
-             bool reverse, bool backward, int row = -1) {
+             bool reverse, bool backward, bool states = false, int row = -1) {
   if (const std::string& err = gpu_setup(); !err.empty()) {
     state.SkipWithError(err.c_str());
     return;
@@ -648,7 +680,7 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
     if (err.empty()) {
       switch (op) {
         case Op::kScan:
-          err = measure_scan<T>(shape, reverse, &op_ms);
+          err = measure_scan<T>(shape, reverse, states, &op_ms);
           break;
         case Op::kBackward:
           err = measure_backward<T>(shape, reverse, &op_ms);
@@ -662,7 +694,8 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
       }
     }
     if (err.empty())
-      err = backward ? check_backward<T>(shape, reverse) : check_output<T>(shape, reverse);
+      err = backward ? check_backward<T>(shape, reverse)
+                     : check_output<T>(shape, reverse, states && op == Op::kScan);
   }
   if (!err.empty()) {
     cudaGetLastError();  // clear a non-sticky error so the next case starts clean
@@ -673,7 +706,10 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
 
   for (auto _ : state) state.SetIterationTime(op_ms / 1e3);
 
-  const double bytes = double(streams) * double(g_ws.n) * sizeof(T);
+  // States rows move two (B, C) arrays more; the copy row of the same shape stands beside them.
+  const double bytes =
+      (double(streams) * double(g_ws.n) + (states ? 2.0 * double(shape.sequences()) : 0.0)) *
+      sizeof(T);
   state.counters["bytes_per_second"] =
       benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["copy_us"] = copy_ms * 1e3;
@@ -695,24 +731,28 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
 template <class T>
 void register_case(const GridRow& row) {
   const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" + shape_name(row.shape) +
-                                (row.reverse ? "/reverse" : "") + (row.backward ? "/bwd" : "");
+                                (row.reverse ? "/reverse" : "") + (row.backward ? "/bwd" : "") +
+                                (row.states ? "/states" : "");
   g_case_order.push_back(case_name);
   auto add = [&](Op op, const char* prefix) {
     const Extent shape = row.shape;
     const bool reverse = row.reverse;
     const bool backward = row.backward;
-    benchmark::RegisterBenchmark(
-        (std::string(prefix) + "/" + case_name).c_str(),
-        [=](benchmark::State& st) { run_row<T>(st, op, case_name, shape, reverse, backward); })
+    const bool states = row.states;
+    benchmark::RegisterBenchmark((std::string(prefix) + "/" + case_name).c_str(),
+                                 [=](benchmark::State& st) {
+                                   run_row<T>(st, op, case_name, shape, reverse, backward, states);
+                                 })
         ->UseManualTime()
         ->Iterations(1)
         ->Unit(benchmark::kMicrosecond);
   };
-  // A reverse case moves the same bytes as the forward one: its copy row would repeat. The CUB
+  // A reverse or states case moves the bytes of the plain forward case (the states add 2 * B * C
+  // elements, in the bytes counter): its copy row would repeat. The CUB
   // baseline is a forward scan.
-  if (!row.reverse) add(Op::kCopy, "copy");
+  if (!row.reverse && !row.states) add(Op::kCopy, "copy");
   add(row.backward ? Op::kBackward : Op::kScan, "scan");
-  if (!row.reverse && !row.backward) add(Op::kCub, "cub");
+  if (!row.reverse && !row.backward && !row.states) add(Op::kCub, "cub");
 }
 
 const char* kind_name(ascan::detail::KernelKind k) {
@@ -730,23 +770,24 @@ void register_tuning(const GridRow& grid_row) {
                                 (grid_row.backward ? "/bwd" : "");
   for (int r = 0; r < Table::kCount; ++r) {
     const auto& policy = Table::kPolicies[r];
-    const bool one_tile = policy.kind == ascan::detail::KernelKind::kBlock ||
-                          (policy.kind == ascan::detail::KernelKind::kWarp &&
-                           policy.max_span <= policy.tile());
+    const bool one_tile =
+        policy.kind == ascan::detail::KernelKind::kBlock ||
+        (policy.kind == ascan::detail::KernelKind::kWarp && policy.max_span <= policy.tile());
     if (one_tile && grid_row.shape.length > policy.tile()) continue;
     const Extent shape = grid_row.shape;
     const bool reverse = grid_row.reverse;
     const bool backward = grid_row.backward;
     benchmark::RegisterBenchmark(
-        ("tune/" + case_name + "/" + kind_name(policy.kind) + "_t" + std::to_string(policy.threads) +
-         "_l" + std::to_string(policy.lanes) + "_i" + std::to_string(policy.items) +
+        ("tune/" + case_name + "/" + kind_name(policy.kind) + "_t" +
+         std::to_string(policy.threads) + "_l" + std::to_string(policy.lanes) + "_i" +
+         std::to_string(policy.items) +
          (policy.kind == ascan::detail::KernelKind::kWarp && policy.max_span <= policy.tile()
               ? "_one"
               : "") +
          "_m" + std::to_string(policy.min_blocks))
             .c_str(),
         [=](benchmark::State& st) {
-          run_row<T>(st, Op::kTune, case_name, shape, reverse, backward, r);
+          run_row<T>(st, Op::kTune, case_name, shape, reverse, backward, false, r);
         })
         ->UseManualTime()
         ->Iterations(1)
@@ -834,6 +875,7 @@ int main(int argc, char** argv) {
       if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
       with_dtype(d, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
+        if (tune && row.states) return;
         if (tune)
           register_tuning<T>(row);
         else

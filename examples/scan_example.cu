@@ -14,13 +14,13 @@
 #include <random>
 #include <vector>
 
-#define CHECK_CUDA(call)                                                                    \
-  do {                                                                                      \
-    const cudaError_t e_ = (call);                                                          \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));               \
-      return 1;                                                                             \
-    }                                                                                       \
+#define CHECK_CUDA(call)                                                      \
+  do {                                                                        \
+    const cudaError_t e_ = (call);                                            \
+    if (e_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
+      return 1;                                                               \
+    }                                                                         \
   } while (0)
 
 int main() {

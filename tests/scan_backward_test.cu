@@ -75,9 +75,9 @@ const char* alias_name(Alias a) {
 
 /// Where grad_initial_state lives.
 enum class StateAlias {
-  kNone,               ///< its own buffer
-  kIsInitialState,     ///< grad_initial_state == initial_state
-  kIsGradFinalState,   ///< grad_initial_state == grad_final_state
+  kNone,              ///< its own buffer
+  kIsInitialState,    ///< grad_initial_state == initial_state
+  kIsGradFinalState,  ///< grad_initial_state == grad_final_state
 };
 
 /// What one backward call looks like: sizes, layout, direction, aliasing, alignment and states.
@@ -139,8 +139,7 @@ struct Case {
     s << "T=" << length << " B=" << batch << " C=" << channels;
     if (channel_stride >= 0 || batch_stride >= 0)
       s << " strides(b=" << bs() << ",c=" << cs() << ")";
-    s << " gates=" << gates_name(gates) << (reverse ? " reverse" : " forward")
-      << alias_name(alias);
+    s << " gates=" << gates_name(gates) << (reverse ? " reverse" : " forward") << alias_name(alias);
     bool any_offset = false;
     for (int k = 0; k < kArrays; ++k) any_offset = any_offset || offset(k) != 0;
     if (any_offset) {
@@ -291,8 +290,7 @@ template <class T>
 void repoison_outputs(Run<T>& r) {
   for (int k : {kGradGates, kGradTokens})
     if (r.c.home(k) == k) ASSERT_TRUE(r.seq_d[k].poison());
-  if (r.c.grad_initial_state && r.c.dh0_alias == StateAlias::kNone)
-    ASSERT_TRUE(r.dh0_d.poison());
+  if (r.c.grad_initial_state && r.c.dh0_alias == StateAlias::kNone) ASSERT_TRUE(r.dh0_d.poison());
   ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after poison)"));
 }
 
@@ -378,10 +376,10 @@ void verify(const Run<T>& r) {
     const double gT = c.grad_final_state ? to_double(r.gT[s]) : 0.0;
     ref.run(r.host[kGates].data() + base, r.host[kStates].data() + base,
             r.host[kGradOut].data() + base, c.length, c.reverse, h0, gT);
-    const SequenceCheck ka = check_sequence(da + base, ref.grad_gates(), ref.grad_gates_scale(),
-                                            c.length, &total_da);
-    const SequenceCheck kb = check_sequence(db + base, ref.grad_tokens(),
-                                            ref.grad_tokens_scale(), c.length, &total_db);
+    const SequenceCheck ka =
+        check_sequence(da + base, ref.grad_gates(), ref.grad_gates_scale(), c.length, &total_da);
+    const SequenceCheck kb =
+        check_sequence(db + base, ref.grad_tokens(), ref.grad_tokens_scale(), c.length, &total_db);
     if (!ka.ok || !kb.ok) {
       std::ostringstream where;
       where << "sequence (b=" << bi << ", c=" << ci << ")";
@@ -441,9 +439,9 @@ constexpr int64_t kLengths[] = {1,    2,    31,   32,    33,    127,   128,
                                 1000, 2047, 4096, 65535, 65536, 65537, 1000003};
 /// The forward suite's small lengths and the edges of every row of BackwardTuning for 2-, 4- and
 /// 8-byte types (tiles of 8, 16, 32, 64, 128, 256 vectors of 8, 4 or 2 elements).
-constexpr int64_t kSmallLengths[] = {1,   2,   15,  16,  17,   31,   32,   33,   63,   64,  65,
-                                     127, 128, 129, 255, 256,  257,  511,  512,  513,  1000,
-                                     1024, 1025, 2047, 2048, 2049, 4096};
+constexpr int64_t kSmallLengths[] = {1,   2,   15,   16,   17,   31,   32,   33,   63,
+                                     64,  65,  127,  128,  129,  255,  256,  257,  511,
+                                     512, 513, 1000, 1024, 1025, 2047, 2048, 2049, 4096};
 
 /// Every length, each with one sequence, six, and as many as the element budget allows; the
 /// cases cycle through the eight combinations of h0, gT and dh0.
@@ -770,8 +768,7 @@ TYPED_TEST(ScanBackwardTest, GateDistributions) {
   std::vector<Case> cases;
   for (Gates g : kAllGates)
     for (bool reverse : {false, true})
-      for (Case c :
-           {shape_case(128, 8, 192), shape_case(65537, 1, 3), shape_case(1000003, 1, 1)}) {
+      for (Case c : {shape_case(128, 8, 192), shape_case(65537, 1, 3), shape_case(1000003, 1, 1)}) {
         c = with_states(c, 7);
         c.gates = g;
         c.reverse = reverse;

@@ -695,9 +695,9 @@ TYPED_TEST(ScanTest, StreamOrdered) {
     ASSERT_TRUE(cuda_ok(cudaMallocHost(&early, n * sizeof(T)), "cudaMallocHost"));
     Stream reader;
     ASSERT_TRUE(reader.create());
-    auto copied = cuda_ok(cudaMemcpyAsync(early, r.out_d.get(), n * sizeof(T),
-                                          cudaMemcpyDeviceToHost, reader.get()),
-                          "cudaMemcpyAsync (early)");
+    auto copied = cuda_ok(
+        cudaMemcpyAsync(early, r.out_d.get(), n * sizeof(T), cudaMemcpyDeviceToHost, reader.get()),
+        "cudaMemcpyAsync (early)");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     cudaError_t q = cudaErrorNotReady;
     while (copied && (q = cudaStreamQuery(reader.get())) == cudaErrorNotReady &&
@@ -810,8 +810,8 @@ void run_chained(const Case& c, int64_t first) {
     const T* y = out.data() + off + base;
     whole.run(r.gates.data() + base, r.tokens.data() + base, c.length, c.reverse, h0);
     // The first part against the whole sequence's reference.
-    SequenceCheck k = check_sequence(y + off1, whole.exact() + off1, whole.scale() + off1,
-                                     first, &total);
+    SequenceCheck k =
+        check_sequence(y + off1, whole.exact() + off1, whole.scale() + off1, first, &total);
     if (!k.ok) log.add(where.str() + " first part", k.message);
     const int64_t boundary = c.reverse ? second : first - 1;  // the first part's last step
     mid_exact.push_back(whole.exact()[boundary]);

@@ -578,9 +578,8 @@ class BackwardReference {
       x_[t] = std::abs(x_[t]);
       g_[t] = std::abs(g_[t]);
     }
-    reference::sequential_scan_backward(a_.data(), x_.data(), g_.data(), n, reverse,
-                                        std::abs(h0), std::abs(gT), mda_.data(), mdb_.data(),
-                                        &mdh0_);
+    reference::sequential_scan_backward(a_.data(), x_.data(), g_.data(), n, reverse, std::abs(h0),
+                                        std::abs(gT), mda_.data(), mdb_.data(), &mdh0_);
   }
   const double* grad_gates() const { return da_.data(); }
   const double* grad_gates_scale() const { return mda_.data(); }

@@ -22,8 +22,12 @@ class BlockScan {
                 "a block is a whole number of warps, at most 1024 threads");
   static constexpr int kWarps = kThreads / kWarpThreads;
   /// Lanes that scan the warps' aggregates: kWarps rounded up to a power of two.
-  static constexpr int kAcross = kWarps <= 1 ? 1 : kWarps <= 2 ? 2 : kWarps <= 4 ? 4
-                               : kWarps <= 8 ? 8 : kWarps <= 16 ? 16 : 32;
+  static constexpr int kAcross = kWarps <= 1    ? 1
+                                 : kWarps <= 2  ? 2
+                                 : kWarps <= 4  ? 4
+                                 : kWarps <= 8  ? 8
+                                 : kWarps <= 16 ? 16
+                                                : 32;
 
   /// Shared memory for the warps' aggregates: per call parity, per run, per warp.
   struct TempStorage {
@@ -70,7 +74,8 @@ class BlockScan {
       const int j = kReverse ? kRuns - 1 - k : k;
       const Affine<C> mine = lane < kWarps ? slots[j][lane] : affine_identity<C>();
       const Affine<C> across = lane_group_inclusive_scan<kAcross, kReverse>(mine, lane % kAcross);
-      const Affine<C> run_total = lane_group_broadcast<kWarpThreads>(across, kReverse ? 0 : kWarps - 1);
+      const Affine<C> run_total =
+          lane_group_broadcast<kWarpThreads>(across, kReverse ? 0 : kWarps - 1);
       const Affine<C> earlier_warps =
           lane_group_broadcast<kWarpThreads>(across, before < 0 ? 0 : before % kWarpThreads);
       const Affine<C> in_run = first_warp ? within[j] : compose(earlier_warps, within[j]);

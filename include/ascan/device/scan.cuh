@@ -45,10 +45,10 @@ ScanParams<T> make_params(const ScanArgs<T>& args, bool& vector) {
   const Shape& s = args.shape;
   const StateLayout st = resolve_state_layout(args.state_layout, s);
   const int64_t span = tile_span_bound<T>(s, {args.gates, args.tokens, args.out}, vector);
-  return ScanParams<T>{args.gates,       args.tokens,      args.out,         s.sequences(),
-                       s.channels,       s.batch_stride,   s.channel_stride, s.length,
-                       span,             args.initial_state, args.final_state, st.batch_stride,
-                       st.channel_stride};
+  return ScanParams<T>{
+      args.gates,       args.tokens,      args.out,         s.sequences(), s.channels,
+      s.batch_stride,   s.channel_stride, s.length,         span,          args.initial_state,
+      args.final_state, st.batch_stride,  st.channel_stride};
 }
 
 }  // namespace detail
@@ -67,8 +67,7 @@ ScanParams<T> make_params(const ScanArgs<T>& args, bool& vector) {
 /// returns kCudaError with the CUDA error, taken off the runtime's last-error slot.
 template <class T>
 Status scan(const ScanArgs<T>& args, cudaStream_t stream = 0) {
-  static_assert(detail::kIsScanType<T>,
-                "ascan::scan takes float, double, __half or __nv_bfloat16");
+  static_assert(detail::kIsScanType<T>, "ascan::scan takes float, double, __half or __nv_bfloat16");
   if (Status st = can_implement(args); !st.ok()) return st;
   if (args.shape.empty()) return Status::success();
   bool vector = false;

@@ -21,8 +21,12 @@ struct Dim {
 };
 
 /// a * b, or false when it leaves int64_t.
-inline bool mul_ok(int64_t a, int64_t b, int64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
-inline bool add_ok(int64_t a, int64_t b, int64_t& out) { return !__builtin_add_overflow(a, b, &out); }
+inline bool mul_ok(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+inline bool add_ok(int64_t a, int64_t b, int64_t& out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
 
 /// Elements from the first to one past the last position of a view whose dims all have
 /// size >= 1 and stride >= 0; false on overflow.
@@ -141,12 +145,11 @@ Status can_implement(const ScanArgs<T>& args) {
     return Status::invalid("ascan::scan: a size in the shape is negative");
   if (s.empty()) return Status::success();
   int64_t extent;
-  if (Status st = detail::check_sequence_layout<T>(
-          s,
-          {{args.gates, "ascan::scan: gates is null"},
-           {args.tokens, "ascan::scan: tokens is null"},
-           {args.out, "ascan::scan: out is null"}},
-          extent);
+  if (Status st = detail::check_sequence_layout<T>(s,
+                                                   {{args.gates, "ascan::scan: gates is null"},
+                                                    {args.tokens, "ascan::scan: tokens is null"},
+                                                    {args.out, "ascan::scan: out is null"}},
+                                                   extent);
       !st.ok())
     return st;
   const auto gates = detail::byte_range(args.gates, extent, sizeof(T));
@@ -245,7 +248,8 @@ Status can_implement(const ScanBackwardArgs<T>& args) {
     for (const detail::ByteRange& r :
          std::initializer_list<detail::ByteRange>{gates, states, grad_out, grad_gates, grad_tokens})
       if (dh0.overlaps(r))
-        return Status::invalid("ascan::scan_backward: grad_initial_state overlaps a sequence array");
+        return Status::invalid(
+            "ascan::scan_backward: grad_initial_state overlaps a sequence array");
     for (const T* in : std::initializer_list<const T*>{args.initial_state, args.grad_final_state})
       if (in != nullptr && in != args.grad_initial_state &&
           dh0.overlaps(byte_range(in, sextent, sizeof(T))))

@@ -39,7 +39,7 @@ struct BackwardParams {
   int64_t batch_stride;
   int64_t channel_stride;
   int64_t length;
-  int64_t span_bound;  ///< as ScanParams::span_bound
+  int64_t span_bound;         ///< as ScanParams::span_bound
   const T* initial_state;     ///< h0, nullable
   const T* grad_final_state;  ///< gT, nullable
   T* grad_initial_state;      ///< dL/dh0, nullable
@@ -80,7 +80,7 @@ struct BackwardProblem {
   T* db;
   int64_t lo, hi;  // the sequence's grid positions
   C h0;
-  int width;    // lanes that exchange edges by shuffle: min(group, warp)
+  int width;       // lanes that exchange edges by shuffle: min(group, warp)
   bool high_edge;  // this lane's next neighbour is outside its shuffle width
   bool low_edge;   // this lane's previous neighbour is outside its shuffle width
 
@@ -157,22 +157,22 @@ struct BackwardProblem {
     const int64_t base = offset - lead;
     constexpr int kWidth = kLanes < kWarpThreads ? kLanes : kWarpThreads;
     const int lane = rank % kWidth;
-    BackwardProblem problem{p.gates + base,
-                            p.states + base,
-                            p.grad_out + base,
-                            p.grad_gates + base,
-                            p.grad_tokens + base,
-                            lead,
-                            active ? lead + p.length : lead,
-                            active && p.initial_state != nullptr
-                                ? to_compute<C>(p.initial_state[state])
-                                : C(0),
-                            kWidth,
-                            lane == kWidth - 1,
-                            lane == 0};
-    C carry = active && p.grad_final_state != nullptr ? to_compute<C>(p.grad_final_state[state])
-                                                       : C(0);
-    scan_tiles<BackwardProblem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group, carry);
+    BackwardProblem problem{
+        p.gates + base,
+        p.states + base,
+        p.grad_out + base,
+        p.grad_gates + base,
+        p.grad_tokens + base,
+        lead,
+        active ? lead + p.length : lead,
+        active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[state]) : C(0),
+        kWidth,
+        lane == kWidth - 1,
+        lane == 0};
+    C carry =
+        active && p.grad_final_state != nullptr ? to_compute<C>(p.grad_final_state[state]) : C(0);
+    scan_tiles<BackwardProblem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group,
+                                                          carry);
     // carry is now d at the forward's first step (d[0], or d[T-1] mirrored).
     if (active && rank == 0 && p.grad_initial_state != nullptr) {
       const T first_gate = p.gates[offset + (kForwardReverse ? p.length - 1 : 0)];

@@ -48,8 +48,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 template <class Problem, int kThreads, int kItems, bool kOneTile, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     block_kernel(const typename Problem::Params p) {
-  using Group = BlockScan<typename Problem::C, kThreads, Problem::kReverse,
-                          kItems / Problem::kVec>;
+  using Group = BlockScan<typename Problem::C, kThreads, Problem::kReverse, kItems / Problem::kVec>;
   __shared__ typename Group::TempStorage storage;
   Group group(storage);
   for (int64_t seq = blockIdx.x; seq < p.sequences; seq += gridDim.x)

@@ -54,14 +54,14 @@ struct ScanTuning;
 template <>
 struct ScanTuning<4> {
   static constexpr ScanPolicy kPolicies[] = {
-      {32, KernelKind::kWarp, 128, 8, 4},               // one tile of 32
-      {64, KernelKind::kWarp, 128, 16, 4},              // one tile of 64
-      {128, KernelKind::kWarp, 128, 32, 4, 16},         // one tile of 128     sweep 0.98
-      {256, KernelKind::kBlock, 64, 64, 4, 32},         // one tile of 256     sweep 0.98
-      {512, KernelKind::kBlock, 128, 128, 4, 16},       // one tile of 512     sweep 0.98
-      {1024, KernelKind::kBlock, 256, 256, 4, 8},       // one tile of 1024    sweep 0.95-0.97
-      {2048, KernelKind::kBlock, 256, 256, 8},          // one tile of 2048    sweep 0.98-1.00
-      {4096, KernelKind::kChunked, 128, 128, 8, 4},     // 4 tiles of 1024     sweep 0.995
+      {32, KernelKind::kWarp, 128, 8, 4},                 // one tile of 32
+      {64, KernelKind::kWarp, 128, 16, 4},                // one tile of 64
+      {128, KernelKind::kWarp, 128, 32, 4, 16},           // one tile of 128     sweep 0.98
+      {256, KernelKind::kBlock, 64, 64, 4, 32},           // one tile of 256     sweep 0.98
+      {512, KernelKind::kBlock, 128, 128, 4, 16},         // one tile of 512     sweep 0.98
+      {1024, KernelKind::kBlock, 256, 256, 4, 8},         // one tile of 1024    sweep 0.95-0.97
+      {2048, KernelKind::kBlock, 256, 256, 8},            // one tile of 2048    sweep 0.98-1.00
+      {4096, KernelKind::kChunked, 128, 128, 8, 4},       // 4 tiles of 1024     sweep 0.995
       {INT64_MAX, KernelKind::kChunked, 256, 256, 4, 4},  // tiles of 1024     sweep 0.97-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
@@ -71,15 +71,15 @@ struct ScanTuning<4> {
 template <>
 struct ScanTuning<2> {
   static constexpr ScanPolicy kPolicies[] = {
-      {32, KernelKind::kWarp, 128, 4, 8},               // one tile of 32
-      {64, KernelKind::kWarp, 128, 8, 8},               // one tile of 64
-      {128, KernelKind::kWarp, 128, 8, 16},             // one tile of 128     sweep 0.87-0.94
-      {256, KernelKind::kWarp, 128, 16, 16},            // one tile of 256     sweep 0.98
-      {512, KernelKind::kBlock, 64, 64, 8, 32},         // one tile of 512     sweep 0.93-0.97
-      {1024, KernelKind::kBlock, 128, 128, 8, 16},      // one tile of 1024    sweep 0.94-0.97
-      {2048, KernelKind::kBlock, 256, 256, 8, 8},       // one tile of 2048    sweep 0.91-0.94
-      {4096, KernelKind::kChunked, 128, 128, 8, 8},     // 4 tiles of 1024     sweep 0.955-0.97
-      {8192, KernelKind::kChunked, 128, 128, 32, 4},    // 2 tiles of 4096     sweep 0.99-1.00
+      {32, KernelKind::kWarp, 128, 4, 8},                  // one tile of 32
+      {64, KernelKind::kWarp, 128, 8, 8},                  // one tile of 64
+      {128, KernelKind::kWarp, 128, 8, 16},                // one tile of 128     sweep 0.87-0.94
+      {256, KernelKind::kWarp, 128, 16, 16},               // one tile of 256     sweep 0.98
+      {512, KernelKind::kBlock, 64, 64, 8, 32},            // one tile of 512     sweep 0.93-0.97
+      {1024, KernelKind::kBlock, 128, 128, 8, 16},         // one tile of 1024    sweep 0.94-0.97
+      {2048, KernelKind::kBlock, 256, 256, 8, 8},          // one tile of 2048    sweep 0.91-0.94
+      {4096, KernelKind::kChunked, 128, 128, 8, 8},        // 4 tiles of 1024     sweep 0.955-0.97
+      {8192, KernelKind::kChunked, 128, 128, 32, 4},       // 2 tiles of 4096     sweep 0.99-1.00
       {INT64_MAX, KernelKind::kChunked, 256, 256, 16, 3},  // tiles of 4096    sweep 0.965-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
@@ -112,10 +112,10 @@ struct ScanTuning<8> {
 template <int V>
 struct BackwardOneTileRows {
   static constexpr ScanPolicy kRows[] = {
-      {8 * V, KernelKind::kWarp, 128, 8, V, 8},       // one tile of 8 vectors
-      {16 * V, KernelKind::kWarp, 128, 16, V, 8},     // one tile of 16 vectors
-      {32 * V, KernelKind::kWarp, 128, 32, V, 8},     // one tile of 32 vectors
-      {64 * V, KernelKind::kBlock, 64, 64, V, 24},    // one tile of 64 vectors
+      {8 * V, KernelKind::kWarp, 128, 8, V, 8},        // one tile of 8 vectors
+      {16 * V, KernelKind::kWarp, 128, 16, V, 8},      // one tile of 16 vectors
+      {32 * V, KernelKind::kWarp, 128, 32, V, 8},      // one tile of 32 vectors
+      {64 * V, KernelKind::kBlock, 64, 64, V, 24},     // one tile of 64 vectors
       {128 * V, KernelKind::kBlock, 128, 128, V, 12},  // one tile of 128 vectors
       {256 * V, KernelKind::kBlock, 256, 256, V, 6},   // one tile of 256 vectors
   };
@@ -126,7 +126,12 @@ struct BackwardTuning {
   static constexpr int V = 16 / kBytes;
   using One = BackwardOneTileRows<V>;
   static constexpr ScanPolicy kPolicies[] = {
-      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4], One::kRows[5],
+      One::kRows[0],
+      One::kRows[1],
+      One::kRows[2],
+      One::kRows[3],
+      One::kRows[4],
+      One::kRows[5],
       {INT64_MAX, KernelKind::kChunked, 256, 256, V, 4},  // double: not swept
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
@@ -136,7 +141,11 @@ template <>
 struct BackwardTuning<4> {
   using One = BackwardOneTileRows<4>;
   static constexpr ScanPolicy kPolicies[] = {
-      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4],
+      One::kRows[0],
+      One::kRows[1],
+      One::kRows[2],
+      One::kRows[3],
+      One::kRows[4],
       {1024, KernelKind::kChunked, 128, 128, 4, 8},       // 2 tiles of 512: sweep 0.94-0.97
       {8192, KernelKind::kChunked, 256, 256, 8, 3},       // sweep 0.97-0.99
       {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 4},  // sweep 0.91-0.95
@@ -148,7 +157,12 @@ template <>
 struct BackwardTuning<2> {
   using One = BackwardOneTileRows<8>;
   static constexpr ScanPolicy kPolicies[] = {
-      One::kRows[0], One::kRows[1], One::kRows[2], One::kRows[3], One::kRows[4], One::kRows[5],
+      One::kRows[0],
+      One::kRows[1],
+      One::kRows[2],
+      One::kRows[3],
+      One::kRows[4],
+      One::kRows[5],
       {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 8},  // sweep 0.88-0.94
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
