@@ -1,4 +1,4 @@
-// ascan/device/dispatch/tuning.cuh: the constexpr dispatch table.
+// ascan/device/dispatch/tuning.cuh: the constexpr dispatch tables (forward, backward).
 //
 // Which kernel scans a sequence, and in what tile shape, is chosen from the element size and the
 // sequence's span (its length, plus the few elements of misalignment in front of its first
@@ -14,7 +14,7 @@
 //
 // Every thread holds `items` elements per tile, in whole 16-byte vectors striped across its group
 // so that each warp-wide load is one contiguous stretch. Crossovers were measured on the H200;
-// see bench/RESULTS.md ("tuning sweep").
+// see bench/RESULTS.md ("Tuning sweeps").
 #pragma once
 
 #include <cstdint>
