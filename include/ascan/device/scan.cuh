@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
-#include <utility>
 
 #include "dispatch/scan_kernels.cuh"
 #include "dispatch/tuning.cuh"
