@@ -12,6 +12,16 @@
 // Forward cases with suffix /states pass an initial and a final state per sequence. For every
 // backward case (suffix /bwd) a copy row of 5 * N * sizeof(T) / 2 bytes (read
 // gates, states, grad_out; write grad_gates, grad_tokens) and a scan row (ascan::scan_backward).
+// Scan rows call the two-phase entry points (size query, workspace allocated before timing), so
+// the library's full dispatch runs: the few-long-sequence rows ((1, 1, 2^28), (1, 16, 2^22),
+// (2, 4, 2^24), (1, 128, 2^20)) take the multi-block path, and their time includes zeroing its
+// tile states.
+//
+// Sweeps: --ascan_tune registers the one-block candidate table (CandidateTable below) on the
+// standard grid; --ascan_tune_multi registers the multi-block sweeps instead: path/... rows with
+// each path forced on S sequences of 2^16 and 2^20 elements (the crossover recorded in
+// LookbackTuning), and tune/... rows with each candidate tile shape of the multi-block kernel on
+// the long rows.
 //
 // Each scan and cub row measures its own copy in the same run and reports
 //
@@ -68,8 +78,7 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // The grid. One row is a shape, the dtypes it runs in, and a direction; every (row, dtype) pair
-// becomes one case (copy, scan and cub rows). Later rows (backward, few long sequences such as
-// (1, 16, 2^22) and (1, 1, 2^28)) are added here.
+// becomes one case (copy, scan and cub rows).
 
 enum class Dtype { kF32, kBF16, kF16 };
 
@@ -110,6 +119,25 @@ std::vector<GridRow> standard_grid() {
     row.backward = true;
     grid.push_back(row);
   }
+  // Few long sequences (the multi-block path), forward and backward.
+  for (bool backward : {false, true})
+    for (Extent e : {Extent{1, 1, int64_t{1} << 28}, Extent{1, 16, int64_t{1} << 22},
+                     Extent{2, 4, int64_t{1} << 24}, Extent{1, 128, int64_t{1} << 20}})
+      grid.push_back({e, f32_bf16, false, backward});
+  return grid;
+}
+
+/// The shapes of the path crossover sweep (--ascan_tune): S sequences of 2^16 elements around
+/// the one-block path's fill of the GPU (132 SMs), both paths forced.
+std::vector<GridRow> crossover_grid() {
+  const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
+  std::vector<GridRow> grid;
+  for (bool backward : {false, true})
+    for (int64_t s : {132, 264, 396, 528, 792, 1056, 2112})
+      grid.push_back({{1, s, int64_t{1} << 16}, f32_bf16, false, backward});
+  for (bool backward : {false, true})
+    for (int64_t s : {16, 128, 528})
+      grid.push_back({{1, s, int64_t{1} << 20}, f32_bf16, false, backward});
   return grid;
 }
 
@@ -350,9 +378,12 @@ struct Workspace {
   size_t copy_bytes = 0;
   void* cub_temp = nullptr;
   size_t cub_temp_bytes = 0;
+  void* scratch = nullptr;  // ascan's workspace (multi-block tile states)
+  size_t scratch_bytes = 0;
 
   void release() {
-    for (void* p : {gates, tokens, out, grad, grad2, h0, final, copy_src, copy_dst, cub_temp})
+    for (void* p :
+         {gates, tokens, out, grad, grad2, h0, final, copy_src, copy_dst, cub_temp, scratch})
       cudaFree(p);
     *this = Workspace{};
   }
@@ -496,7 +527,7 @@ std::string check_backward(const Extent& shape, bool reverse) {
 // ---------------------------------------------------------------------------------------------
 // One benchmark row.
 
-enum class Op { kCopy, kScan, kCub, kTune, kBackward };
+enum class Op { kCopy, kScan, kCub, kTune, kBackward, kPath, kLookback };
 
 struct Summary {
   double scan_us = NAN, copy_us = NAN, cub_us = NAN, cub_copy_us = NAN;
@@ -522,8 +553,19 @@ std::string measure_copy(int streams, double* ms) {
       ms);
 }
 
+/// At least `bytes` of ascan workspace in g_ws.scratch (allocated outside any timed region).
+std::string ensure_scratch(size_t bytes) {
+  if (bytes <= g_ws.scratch_bytes) return {};
+  cudaFree(g_ws.scratch);
+  g_ws.scratch = nullptr;
+  g_ws.scratch_bytes = 0;
+  std::string err = cuda_check(cudaMalloc(&g_ws.scratch, bytes), "cudaMalloc(ascan workspace)");
+  if (err.empty()) g_ws.scratch_bytes = bytes;
+  return err;
+}
+
 template <class T>
-std::string measure_scan(const Extent& shape, bool reverse, bool states, double* ms) {
+ascan::ScanArgs<T> forward_args(const Extent& shape, bool reverse, bool states) {
   ascan::ScanArgs<T> args;
   args.gates = static_cast<const T*>(g_ws.gates);
   args.tokens = static_cast<const T*>(g_ws.tokens);
@@ -534,13 +576,7 @@ std::string measure_scan(const Extent& shape, bool reverse, bool states, double*
     args.initial_state = static_cast<const T*>(g_ws.h0);
     args.final_state = static_cast<T*>(g_ws.final);
   }
-  return time_median(
-      [&args]() -> std::string {
-        const ascan::Status st = ascan::scan(args, g_gpu.stream);
-        if (st.ok()) return {};
-        return std::string("ascan::scan: ") + st.message;
-      },
-      ms);
+  return args;
 }
 
 template <class T>
@@ -556,16 +592,38 @@ ascan::ScanBackwardArgs<T> backward_args(const Extent& shape, bool reverse) {
   return args;
 }
 
+/// Times `call(workspace, bytes)` after a size query `call(nullptr, bytes)` (CUB's two-phase
+/// rule, the library's full dispatch); the workspace is allocated before timing.
+template <class Call>
+std::string measure_two_phase(const char* what, const Call& call, double* ms) {
+  size_t bytes = 0;
+  if (const ascan::Status st = call(nullptr, bytes); !st.ok())
+    return std::string(what) + " (size query): " + st.message;
+  if (std::string err = ensure_scratch(bytes); !err.empty()) return err;
+  return time_median(
+      [&]() -> std::string {
+        size_t b = bytes;
+        const ascan::Status st = call(g_ws.scratch, b);
+        if (st.ok()) return {};
+        return std::string(what) + ": " + st.message;
+      },
+      ms);
+}
+
+template <class T>
+std::string measure_scan(const Extent& shape, bool reverse, bool states, double* ms) {
+  const ascan::ScanArgs<T> args = forward_args<T>(shape, reverse, states);
+  return measure_two_phase(
+      "ascan::scan",
+      [&](void* w, size_t& b) { return ascan::scan(args, w, b, g_gpu.stream); }, ms);
+}
+
 template <class T>
 std::string measure_backward(const Extent& shape, bool reverse, double* ms) {
   const ascan::ScanBackwardArgs<T> args = backward_args<T>(shape, reverse);
-  return time_median(
-      [&args]() -> std::string {
-        const ascan::Status st = ascan::scan_backward(args, g_gpu.stream);
-        if (st.ok()) return {};
-        return std::string("ascan::scan_backward: ") + st.message;
-      },
-      ms);
+  return measure_two_phase(
+      "ascan::scan_backward",
+      [&](void* w, size_t& b) { return ascan::scan_backward(args, w, b, g_gpu.stream); }, ms);
 }
 
 // The tuning sweep (--ascan_tune): the same call with a kernel of a candidate table forced, to
@@ -627,6 +685,88 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
       ms);
 }
 
+// The multi-block sweeps (--ascan_tune_multi). Path rows force one path of the library's
+// dispatch (default tables); lookback rows run one candidate tile shape of the multi-block kernel
+// (forward direction, vector path) to choose LookbackTuning.
+template <class T, int kThreads, int kVectors, int kMinBlocks>
+struct LookbackCandidate {
+  static constexpr ascan::detail::LookbackPolicy kPolicy{kThreads, kVectors * 16 / int(sizeof(T)),
+                                                         kMinBlocks, 4};
+  static std::string name() {
+    return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
+           std::to_string(kMinBlocks);
+  }
+};
+template <class T>
+using ForwardCandidates =
+    std::tuple<LookbackCandidate<T, 256, 4, 2>, LookbackCandidate<T, 256, 4, 3>,
+               LookbackCandidate<T, 128, 4, 5>, LookbackCandidate<T, 256, 2, 4>,
+               LookbackCandidate<T, 512, 2, 2>, LookbackCandidate<T, 128, 8, 2>>;
+template <class T>
+using BackwardCandidates =
+    std::tuple<LookbackCandidate<T, 256, 2, 2>, LookbackCandidate<T, 256, 2, 3>,
+               LookbackCandidate<T, 128, 2, 5>, LookbackCandidate<T, 256, 1, 4>,
+               LookbackCandidate<T, 128, 4, 3>, LookbackCandidate<T, 512, 1, 2>>;
+
+template <class T>
+std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {
+  const auto path = row == 0 ? ascan::detail::Path::kOneBlock : ascan::detail::Path::kMultiBlock;
+  auto scratch = [](void* w, size_t& b) {
+    return ascan::detail::Scratch{
+        w == nullptr ? ascan::detail::Scratch::kQuery : ascan::detail::Scratch::kGiven, w, &b};
+  };
+  if (backward) {
+    const ascan::ScanBackwardArgs<T> args = backward_args<T>(shape, false);
+    return measure_two_phase(
+        "scan_backward_with",
+        [&](void* w, size_t& b) {
+          return ascan::detail::scan_backward_with(args, scratch(w, b), g_gpu.stream, path);
+        },
+        ms);
+  }
+  const ascan::ScanArgs<T> args = forward_args<T>(shape, false, false);
+  return measure_two_phase(
+      "scan_with",
+      [&](void* w, size_t& b) {
+        return ascan::detail::scan_with(args, scratch(w, b), g_gpu.stream, path);
+      },
+      ms);
+}
+
+template <class T, class Candidate>
+std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
+  using C = ascan::compute_t<T>;
+  constexpr int kVec = 16 / int(sizeof(T));
+  ascan::detail::Plan plan;
+  const ascan::Status st = ascan::detail::make_plan<C, kVec, Candidate>(
+      shape.sequences(), shape.length, ascan::detail::Path::kMultiBlock, true, plan);
+  if (!st.ok()) return st.message;
+  if (std::string err = ensure_scratch(plan.bytes); !err.empty()) return err;
+  bool vector = false;
+  if (backward) {
+    const auto params = ascan::detail::make_backward_params(backward_args<T>(shape, false), vector);
+    return time_median(
+        [&] {
+          return cuda_check(
+              ascan::detail::launch_lookback<ascan::detail::BackwardProblem<T, false, true>,
+                                             Candidate>(params, g_ws.scratch, plan.tiles,
+                                                        g_gpu.stream),
+              "launch_lookback");
+        },
+        ms);
+  }
+  const auto params = ascan::detail::make_params(forward_args<T>(shape, false, false), vector);
+  return time_median(
+      [&] {
+        return cuda_check(
+            ascan::detail::launch_lookback<ascan::detail::ForwardProblem<T, false, true>,
+                                           Candidate>(params, g_ws.scratch, plan.tiles,
+                                                      g_gpu.stream),
+            "launch_lookback");
+      },
+      ms);
+}
+
 template <class T>
 std::string measure_cub(const Extent& shape, double* ms) {
   if (shape.elements() > int64_t{std::numeric_limits<uint32_t>::max()})
@@ -659,9 +799,12 @@ std::string measure_cub(const Extent& shape, double* ms) {
       ms);
 }
 
+using Measure = std::string (*)(const Extent&, bool, double*);
+
 template <class T>
 void run_row(benchmark::State& state, Op op, const std::string& case_name, const Extent& shape,
-             bool reverse, bool backward, bool states = false, int row = -1) {
+             bool reverse, bool backward, bool states = false, int row = -1,
+             Measure lookback = nullptr) {
   if (const std::string& err = gpu_setup(); !err.empty()) {
     state.SkipWithError(err.c_str());
     return;
@@ -689,6 +832,12 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
           err = backward ? measure_row_backward<T>(shape, reverse, row, &op_ms)
                          : measure_row<T>(shape, reverse, row, &op_ms);
           break;
+        case Op::kPath:
+          err = measure_path<T>(shape, backward, row, &op_ms);
+          break;
+        case Op::kLookback:
+          err = lookback(shape, backward, &op_ms);
+          break;
         default:
           err = measure_cub<T>(shape, &op_ms);
       }
@@ -715,7 +864,7 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
   state.counters["copy_us"] = copy_ms * 1e3;
   state.counters["scan_us"] = op_ms * 1e3;
   state.counters["efficiency"] = copy_ms / op_ms;
-  if (op == Op::kTune) return;
+  if (op == Op::kTune || op == Op::kPath || op == Op::kLookback) return;
   Summary& sum = g_summary[case_name];
   if (op == Op::kScan || op == Op::kBackward) {
     sum.scan_us = op_ms * 1e3;
@@ -795,6 +944,48 @@ void register_tuning(const GridRow& grid_row) {
   }
 }
 
+// Multi-block sweep rows: both paths on the crossover shapes, and every lookback candidate on
+// the long rows of the standard grid.
+template <class T>
+void register_multi_tuning(const GridRow& row, bool crossover) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return;  // the sweep covers float and bfloat16
+  } else {
+    const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" + shape_name(row.shape) +
+                                  (row.backward ? "/bwd" : "");
+    const Extent shape = row.shape;
+    const bool backward = row.backward;
+    auto reg = [&](const std::string& name, Op op, int r, Measure m) {
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [=](benchmark::State& st) {
+                                     run_row<T>(st, op, case_name, shape, false, backward, false, r,
+                                                m);
+                                   })
+          ->UseManualTime()
+          ->Iterations(1)
+          ->Unit(benchmark::kMicrosecond);
+    };
+    if (crossover) {
+      reg("path/" + case_name + "/one_block", Op::kPath, 0, nullptr);
+      reg("path/" + case_name + "/multi_block", Op::kPath, 1, nullptr);
+      return;
+    }
+    auto each = [&](auto candidates) {
+      std::apply(
+          [&](auto... c) {
+            (reg("tune/" + case_name + "/" + decltype(c)::name(), Op::kLookback, -1,
+                 &measure_lookback<T, decltype(c)>),
+             ...);
+          },
+          candidates);
+    };
+    if (backward)
+      each(BackwardCandidates<T>{});
+    else
+      each(ForwardCandidates<T>{});
+  }
+}
+
 void print_summary(FILE* f) {
   bool any = false;
   for (const std::string& name : g_case_order) any |= g_summary.count(name) > 0;
@@ -847,6 +1038,7 @@ int main(int argc, char** argv) {
   // Our flags first (--ascan_reps=N), then Google Benchmark's; anything else is an error.
   bool summary_to_stderr = false;
   bool tune = false;
+  bool tune_multi = false;  // the multi-block sweeps: path crossover and lookback tile shapes
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
@@ -863,6 +1055,10 @@ int main(int argc, char** argv) {
       tune = true;
       continue;
     }
+    if (std::strcmp(arg, "--ascan_tune_multi") == 0) {
+      tune_multi = true;
+      continue;
+    }
     if (std::strcmp(arg, "--benchmark_format=json") == 0 ||
         std::strcmp(arg, "--benchmark_format=csv") == 0)
       summary_to_stderr = true;
@@ -870,7 +1066,20 @@ int main(int argc, char** argv) {
   }
   argc = kept;
 
+  for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
+    if (!tune_multi) break;
+    for (bool crossover : {true, false})
+      for (const GridRow& row : crossover ? crossover_grid() : standard_grid()) {
+        if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
+        if (!crossover && row.shape.sequences() > 128) continue;  // the long rows only
+        with_dtype(d, [&](auto* tag) {
+          using T = std::remove_pointer_t<decltype(tag)>;
+          register_multi_tuning<T>(row, crossover);
+        });
+      }
+  }
   for (Dtype d : {Dtype::kF32, Dtype::kBF16, Dtype::kF16}) {
+    if (tune_multi) break;
     for (const GridRow& row : standard_grid()) {
       if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
       with_dtype(d, [&](auto* tag) {

@@ -48,6 +48,7 @@ struct Case {
   bool final_state = false;
   StateLayout state_layout{};
   bool own_stream = false;  ///< a non-blocking stream instead of stream 0
+  Via via = Via::kWorkspace;  ///< the entry point called
 
   int64_t cs() const { return channel_stride < 0 ? length : channel_stride; }
   int64_t bs() const { return batch_stride < 0 ? channels * cs() : batch_stride; }
@@ -83,6 +84,7 @@ struct Case {
         (state_layout.batch_stride >= 0 || state_layout.channel_stride >= 0))
       s << " state-strides(b=" << states().batch_stride << ",c=" << states().channel_stride << ")";
     if (own_stream) s << " own-stream";
+    if (via != Via::kWorkspace) s << " via " << via_name(via);
     return s.str();
   }
 };
@@ -122,6 +124,7 @@ struct Run {
   std::vector<T> gates, tokens, h0;  ///< host copies of what was uploaded
   DeviceBuffer<T> gates_d, tokens_d, out_d, h0_d, final_d;
   ScanArgs<T> args;
+  mutable DeviceBuffer<unsigned char> workspace;  ///< Via::kWorkspace, kMultiBlock
   int64_t out_offset() const { return c.in_place ? c.tokens_offset : c.out_offset; }
   const DeviceBuffer<T>& out_buffer() const { return c.in_place ? tokens_d : out_d; }
 };
@@ -185,7 +188,7 @@ void prepare(const Case& c, Rng& rng, Run<T>& r) {
 template <class T>
 void launch(const Run<T>& r, cudaStream_t stream) {
   ASSERT_TRUE(can_implement(r.args).ok()) << can_implement(r.args).message;
-  const Status s = scan(r.args, stream);
+  const Status s = call_entry(r.args, r.c.via, stream, r.workspace);
   ASSERT_TRUE(s.ok()) << "scan failed: " << s.message;
   ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (after scan)"));
   ASSERT_TRUE(no_pending_cuda_error());
@@ -545,8 +548,13 @@ TYPED_TEST(ScanTest, SmallEmpty) {
           a.final_state = fin.get();
         }
         EXPECT_TRUE(can_implement(a).ok()) << can_implement(a).message;
-        const Status s = scan(a, reverse ? stream.get() : cudaStream_t{0});
+        const cudaStream_t st = reverse ? stream.get() : cudaStream_t{0};
+        const Status s = scan(a, st);
         EXPECT_TRUE(s.ok()) << s.message;
+        size_t bytes = 0;  // the two-phase entry: at least 1 byte, and nothing done
+        EXPECT_TRUE(scan(a, nullptr, bytes, st).ok());
+        EXPECT_GE(bytes, 1u);
+        EXPECT_TRUE(scan(a, malloc_async, st).ok());
       }
   ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
   ASSERT_TRUE(no_pending_cuda_error());
@@ -913,33 +921,223 @@ TYPED_TEST(ScanTest, Chained) {
                                               {33, 8, 1536, 10}}));
 }
 
-/// Two runs of the same call give bitwise identical results.
-TYPED_TEST(ScanTest, Deterministic) {
-  using T = TypeParam;
-  for (Case c : {shape_case(1000003, 1, 1), shape_case(65537, 2, 3)}) {
-    c.gates = Gates::kNearOne;
-    c.initial_state = c.final_state = true;
+/// `runs` runs of each case (the first on stream 0, the others on a non-blocking stream) give
+/// bitwise identical outputs and final states, and the last one is right.
+template <class T>
+void check_deterministic(const std::vector<Case>& cases, int runs) {
+  for (Case c : cases) {
+    c.final_state = true;
     const uint64_t seed = fresh_seed();
     SCOPED_TRACE(seed_note(c.describe(), seed));
     Rng rng(seed);
     Run<T> r;
     ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
     ASSERT_NO_FATAL_FAILURE(launch(r, cudaStream_t{0}));
-    std::vector<T> first, second, fin1, fin2;
-    ASSERT_TRUE(r.out_d.download(first));
+    std::vector<T> first, fin1;
+    ASSERT_TRUE(r.out_buffer().download(first));
     ASSERT_TRUE(r.final_d.download(fin1));
-    ASSERT_TRUE(r.out_d.poison());
-    ASSERT_TRUE(r.final_d.poison());
-    ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     Stream stream;
     ASSERT_TRUE(stream.create());
-    ASSERT_NO_FATAL_FAILURE(launch(r, stream.get()));
-    ASSERT_TRUE(r.out_d.download(second));
-    ASSERT_TRUE(r.final_d.download(fin2));
-    expect_unchanged(second, first, 0, "out (second run vs first)");
-    expect_unchanged(fin2, fin1, 0, "final_state (second run vs first)");
+    for (int k = 1; k < runs; ++k) {
+      if (c.in_place) {  // the tokens again, then poison around them as prepare left it
+        ASSERT_TRUE(r.tokens_d.upload(r.tokens, c.tokens_offset));
+      } else {
+        ASSERT_TRUE(r.out_d.poison());
+      }
+      ASSERT_TRUE(r.final_d.poison());
+      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+      ASSERT_NO_FATAL_FAILURE(launch(r, stream.get()));
+      std::vector<T> again, fin;
+      ASSERT_TRUE(r.out_buffer().download(again));
+      ASSERT_TRUE(r.final_d.download(fin));
+      std::ostringstream what;
+      what << "run " << k + 1 << " of " << runs << " against the first";
+      expect_unchanged(again, first, 0, ("out, " + what.str()).c_str());
+      expect_unchanged(fin, fin1, 0, ("final_state, " + what.str()).c_str());
+    }
     ASSERT_NO_FATAL_FAILURE(verify(r));
   }
+}
+
+/// Runs of the same call give bitwise identical results (every path, the multi-block one many
+/// times: its look-back finds different predecessors done from run to run).
+TYPED_TEST(ScanTest, Deterministic) {
+  std::vector<Case> cases;
+  for (Case c : {shape_case(1000003, 1, 1), shape_case(65537, 2, 3), shape_case(65537, 1, 16),
+                 shape_case(3000, 8, 1536)}) {
+    c.gates = Gates::kNearOne;
+    c.initial_state = true;
+    cases.push_back(c);
+  }
+  cases[2].reverse = true;
+  Case forced = cases[0];  // about 2000 tiles of 512 floats
+  forced.via = Via::kMultiBlock;
+  cases.push_back(forced);
+  forced.reverse = true;
+  cases.push_back(forced);
+  check_deterministic<TypeParam>(cases, 5);
+}
+
+TYPED_TEST(ScanTest, SmallDeterministic) {
+  std::vector<Case> cases;
+  for (Case c : {shape_case(40009, 1, 1), shape_case(4099, 1, 16)}) {
+    c.gates = Gates::kNearOne;
+    c.initial_state = true;
+    c.via = Via::kMultiBlock;
+    cases.push_back(c);
+  }
+  cases[1].reverse = true;
+  check_deterministic<TypeParam>(cases, 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Few long sequences: the multi-block path
+
+/// Lengths around the small multi-block tile (512 floats, 1024 16-bit elements, 256 doubles) and
+/// odd primes, on the forced multi-block path; with states, misaligned, strided, in place, on
+/// the scalar path; every gate distribution.
+TYPED_TEST(ScanTest, SmallMultiBlock) {
+  std::vector<Case> cases;
+  int i = 0;
+  for (bool reverse : {false, true})
+    for (int64_t t : {1, 31, 33, 255, 256, 257, 1023, 1024, 1025, 4099, 10007, 40009})
+      for (int64_t ch : {1, 3, 16}) {
+        if (t * ch > 70000 || (ch == 3 && t > 2000)) continue;
+        Case c = shape_case(t, ch == 3 ? 2 : 1, ch);
+        c.reverse = reverse;
+        c.via = Via::kMultiBlock;
+        c.gates = kAllGates[i % 5];
+        c.initial_state = i % 2 == 0;
+        c.final_state = i % 3 != 1;
+        c.own_stream = i % 4 == 3;
+        ++i;
+        cases.push_back(c);
+      }
+  Case c = shape_case(5000, 2, 2);  // padded, misaligned by one element, custom state layout
+  c.channel_stride = 5003;
+  c.batch_stride = 2 * 5003 + 7;
+  c.gates_offset = c.tokens_offset = c.out_offset = 1;
+  c.initial_state = c.final_state = true;
+  c.state_layout = StateLayout{5, 2};
+  c.via = Via::kMultiBlock;
+  c.gates = Gates::kNearOne;
+  cases.push_back(c);
+  c.reverse = true;
+  cases.push_back(c);
+  c.out_offset = 2;  // out misaligned unlike the inputs: the scalar path
+  cases.push_back(c);
+  c = shape_case(7001, 1, 3);  // in place
+  c.in_place = true;
+  c.via = Via::kMultiBlock;
+  c.initial_state = c.final_state = true;
+  cases.push_back(c);
+  run_cases<TypeParam>(cases);
+}
+
+/// CUB's two-phase rule: the size query launches nothing and reports at least one byte, the
+/// same for any pointers of a shape; a workspace one byte short is refused with nothing written
+/// and no CUDA error left; a workspace of exactly the reported size works, whatever it held.
+TYPED_TEST(ScanTest, SmallWorkspaceRules) {
+  using T = TypeParam;
+  for (auto [ch, t] : {std::pair<int64_t, int64_t>{3, 20011}, {12288, 64}}) {
+    Case c = shape_case(t, 1, ch);  // few long sequences (multi-block), then many short ones
+    c.initial_state = c.final_state = true;
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed_note(c.describe(), seed));
+    Rng rng(seed);
+    Run<T> r;
+    ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+    size_t bytes = 0;
+    ASSERT_TRUE(scan(r.args, nullptr, bytes).ok());
+    ASSERT_GE(bytes, 1u);
+    ScanArgs<T> shifted = r.args;  // other pointers (misaligned: another lead), same shape;
+    shifted.gates += 1;             // only queried, never run
+    shifted.tokens += 1;
+    shifted.out += 1;
+    size_t shifted_bytes = 0;
+    ASSERT_TRUE(scan(shifted, nullptr, shifted_bytes).ok());
+    EXPECT_EQ(shifted_bytes, bytes) << "the size depends on the pointers";
+    ASSERT_TRUE(no_pending_cuda_error());
+
+    if (bytes > 1) {  // a workspace one byte short: refused, nothing written
+      DeviceBuffer<unsigned char> small;
+      ASSERT_TRUE(small.allocate(bytes - 1));
+      ASSERT_TRUE(small.poison());
+      size_t short_bytes = bytes - 1;
+      const Status st = scan(r.args, small.get(), short_bytes);
+      EXPECT_EQ(st.code, StatusCode::kInvalidArgument) << st.message;
+      EXPECT_NE(std::string(st.message).find("workspace"), std::string::npos) << st.message;
+      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+      ASSERT_TRUE(no_pending_cuda_error());
+      std::vector<T> out, fin;
+      ASSERT_TRUE(r.out_d.download(out));
+      ASSERT_TRUE(r.final_d.download(fin));
+      EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](const T& v) { return is_poison(v); }))
+          << "a refused call wrote out";
+      EXPECT_TRUE(std::all_of(fin.begin(), fin.end(), [](const T& v) { return is_poison(v); }))
+          << "a refused call wrote final_state";
+      std::vector<unsigned char> ws;
+      ASSERT_TRUE(small.download(ws));
+      EXPECT_TRUE(std::all_of(ws.begin(), ws.end(), [](unsigned char v) { return v == 0xFF; }))
+          << "a refused call wrote its workspace";
+    }
+    // Exactly the reported size, filled with garbage, twice in a row (the second run must not
+    // trip over the first one's tile states).
+    DeviceBuffer<unsigned char> ws;
+    ASSERT_TRUE(ws.allocate(bytes));
+    ASSERT_TRUE(ws.poison());
+    ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+    for (int k = 0; k < 2; ++k) {
+      const Status st = scan(r.args, ws.get(), bytes);
+      ASSERT_TRUE(st.ok()) << st.message;
+    }
+    ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+    ASSERT_TRUE(no_pending_cuda_error());
+    ASSERT_NO_FATAL_FAILURE(verify(r));
+  }
+}
+
+/// The library's own choice (the workspace entry point) on shapes with too few sequences to fill
+/// the GPU: (1, 1, T) and (1, 16, T) up to T = 2^24, odd lengths, gates near 1, exactly 1 and
+/// exactly 0, with states; and the plain and malloc_async entry points on the same kind of shape.
+TYPED_TEST(ScanTest, MultiBlock) {
+  using T = TypeParam;
+  std::vector<Case> cases;
+  const Gates gates[] = {Gates::kNearOne, Gates::kOne, Gates::kZero};
+  int i = 0;
+  for (auto [b, ch, t] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 4097},
+                          {1, 1, 65537},
+                          {1, 1, 1000003},
+                          {1, 1, (int64_t(1) << 24) + 3},
+                          {1, 16, 65537},
+                          {1, 16, (int64_t(1) << 20) + 1},
+                          {2, 4, 1000003},
+                          {1, 128, 65537}})
+    for (bool reverse : {false, true}) {
+      Case c = shape_case(t, b, ch);
+      c.reverse = reverse;
+      c.gates = gates[i % 3];
+      c.initial_state = c.final_state = i % 2 == 0;
+      c.own_stream = reverse;
+      ++i;
+      cases.push_back(c);
+    }
+  if (sizeof(T) <= 4) {  // the issue's largest (1, 16, T); host time keeps it to float and 16-bit
+    Case c = shape_case((int64_t(1) << 24) - 1, 1, 16);
+    c.gates = Gates::kNearOne;
+    c.initial_state = c.final_state = true;
+    cases.push_back(c);
+  }
+  for (Via via : {Via::kPlain, Via::kMallocAsync})
+    for (Case c : {shape_case(1000003, 1, 1), shape_case(65537, 1, 16)}) {
+      c.via = via;
+      c.initial_state = c.final_state = true;
+      c.gates = Gates::kNearOne;
+      c.reverse = via == Via::kPlain;
+      c.own_stream = true;
+      cases.push_back(c);
+    }
+  run_cases<T>(cases);
 }
 
 /// Offsets past 2^31 elements: batch_stride = 2^31 + 5, so any 32-bit index arithmetic lands
@@ -1016,6 +1214,171 @@ TYPED_TEST(ScanTest, LargeOffsets) {
     });
     const SequenceCheck t = check_total<T>(total);
     EXPECT_TRUE(t.ok) << t.message;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One sequence of more than 2^31 elements
+
+/// splitmix64's finaliser: a counter-based hash, the same on host and device.
+__host__ __device__ inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+/// Inputs as exact functions of (seed, index), bitwise the same on host and device (each is an
+/// integer scaled by a power of two, so no rounding and no contraction can change it): gates
+/// 1 - k 2^-20 with k in [0, 1024) (in (0.999, 1]: a memory of thousands of steps), tokens in
+/// [-1, 1) on a 2^-23 grid.
+__host__ __device__ inline float huge_gate(uint64_t seed, int64_t i) {
+  const uint64_t h = mix64(seed + 2 * static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
+  return 1.0f - static_cast<float>(h & 1023) * 0x1p-20f;
+}
+__host__ __device__ inline float huge_token(uint64_t seed, int64_t i) {
+  const uint64_t h = mix64(seed + (2 * static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull);
+  return static_cast<float>(static_cast<int64_t>(h >> 40) - (int64_t(1) << 23)) * 0x1p-23f;
+}
+__global__ void fill_huge(float* gates, float* tokens, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    gates[i] = huge_gate(seed, i);
+    tokens[i] = huge_token(seed, i);
+  }
+}
+
+/// The double reference of the huge sequence at a few windows: the sequence is cut into one
+/// chunk per host thread, each chunk folded into its affine map (and the map of the magnitude
+/// recurrence) in parallel, and the state entering each chunk chained from h0; a window's values
+/// then come from running the recurrence from the start of its chunk.
+class HugeReference {
+ public:
+  HugeReference(uint64_t seed, int64_t n, bool reverse, double h0)
+      : seed_(seed), n_(n), reverse_(reverse) {
+    const int64_t parts = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 64);
+    chunk_ = (n + parts - 1) / parts;
+    std::vector<Fold> folds(parts);
+    std::vector<std::thread> threads;
+    for (int64_t c = 0; c < parts; ++c)
+      threads.emplace_back([&, c] {
+        Fold f{1, 0, 1, 0};
+        for (int64_t k = c * chunk_; k < std::min(n, (c + 1) * chunk_); ++k) step(f, k);
+        folds[c] = f;
+      });
+    for (std::thread& t : threads) t.join();
+    double x = h0, m = std::abs(h0);
+    for (const Fold& f : folds) {
+      entering_.push_back({x, m});
+      x = f.a * x + f.b;
+      m = f.ma * m + f.mb;
+    }
+    final_ = {x, m};
+  }
+
+  /// Exact values and magnitudes of memory elements [lo, hi).
+  void window(int64_t lo, int64_t hi, std::vector<double>& exact, std::vector<double>& scale) const {
+    exact.assign(hi - lo, 0);
+    scale.assign(hi - lo, 0);
+    const int64_t k0 = reverse_ ? n_ - hi : lo;  // the window in scan order: [k0, k0 + hi - lo)
+    const int64_t c = k0 / chunk_;
+    Fold f{0, entering_[c].first, 0, entering_[c].second};  // a constant map: the state
+    for (int64_t k = c * chunk_; k < k0 + (hi - lo); ++k) {
+      step(f, k);
+      if (k >= k0) {
+        const int64_t i = reverse_ ? n_ - 1 - k : k;
+        exact[i - lo] = f.b;
+        scale[i - lo] = f.mb;
+      }
+    }
+  }
+  std::pair<double, double> final_state() const { return final_; }
+
+ private:
+  struct Fold {
+    double a, b, ma, mb;  // x -> a x + b, and the magnitude recurrence's map
+  };
+  void step(Fold& f, int64_t k) const {
+    const int64_t i = reverse_ ? n_ - 1 - k : k;
+    const double g = huge_gate(seed_, i), t = huge_token(seed_, i);
+    f = {g * f.a, g * f.b + t, std::abs(g) * f.ma, std::abs(g) * f.mb + std::abs(t)};
+  }
+  uint64_t seed_;
+  int64_t n_;
+  bool reverse_;
+  int64_t chunk_ = 1;
+  std::vector<std::pair<double, double>> entering_;
+  std::pair<double, double> final_;
+};
+
+class ScanHugeTest : public RequiresGpu<> {};
+
+/// One float sequence of 2^31 + 17 elements, forward and reverse, with h0 and final state, on the
+/// library's choice (the multi-block path) and on the plain entry point (one block walks it all):
+/// checked at the start and from 4096 before element 2^31 to the end, with poison cells either
+/// side of out untouched.
+TEST_F(ScanHugeTest, OneSequenceOf2To31Plus17) {
+  constexpr int64_t n = (int64_t(1) << 31) + 17;
+  constexpr int64_t kGuard = 16;  // out starts 16 elements into its buffer (64 bytes: aligned)
+  const size_t bytes = 3 * (static_cast<size_t>(n) + 2 * kGuard) * sizeof(float);
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_TRUE(cuda_ok(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
+  if (free_bytes < bytes + (size_t(1) << 30))
+    GTEST_SKIP() << "needs " << (bytes >> 20) << " MiB of device memory, " << (free_bytes >> 20)
+                 << " MiB free";
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed_note("T=2^31+17 float", seed));
+  DeviceBuffer<float> gates, tokens, out, states;
+  ASSERT_TRUE(gates.allocate(n));
+  ASSERT_TRUE(tokens.allocate(n));
+  ASSERT_TRUE(out.allocate(n + 2 * kGuard));
+  ASSERT_TRUE(states.allocate(2));  // h0, final
+  fill_huge<<<132 * 16, 256>>>(gates.get(), tokens.get(), n, seed);
+  ASSERT_TRUE(cuda_ok(cudaGetLastError(), "fill_huge"));
+  const float h0 = 0.5f;
+  ASSERT_TRUE(states.upload(&h0, 1));
+
+  for (bool reverse : {false, true}) {
+    const HugeReference ref(seed, n, reverse, h0);
+    for (Via via : {Via::kWorkspace, Via::kPlain}) {
+      SCOPED_TRACE(std::string(reverse ? "reverse" : "forward") + " via " + via_name(via));
+      ASSERT_TRUE(out.poison());
+      ASSERT_TRUE(cuda_ok(cudaMemset(states.get() + 1, kPoisonByte, sizeof(float)), "cudaMemset"));
+      ScanArgs<float> a;
+      a.gates = gates.get();
+      a.tokens = tokens.get();
+      a.out = out.get() + kGuard;
+      a.shape = time_contiguous(1, 1, n);
+      a.reverse = reverse;
+      a.initial_state = states.get();
+      a.final_state = states.get() + 1;
+      DeviceBuffer<unsigned char> workspace;
+      const Status s = call_entry(a, via, cudaStream_t{0}, workspace);
+      ASSERT_TRUE(s.ok()) << s.message;
+      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after scan)"));
+      ASSERT_TRUE(no_pending_cuda_error());
+
+      FailureLog log;
+      // The start, and the last 4096 + 17 elements: across element 2^31 to the end.
+      for (auto [lo, hi] :
+           {std::pair<int64_t, int64_t>{0, 4096}, {(int64_t(1) << 31) - 4096, n}}) {
+        std::vector<float> got(hi - lo + 2);  // one guard cell either side
+        ASSERT_TRUE(out.download(got.data(), got.size(), kGuard + lo - 1));
+        if (lo == 0) EXPECT_TRUE(is_poison(got.front())) << "wrote the cell before out";
+        if (hi == n) EXPECT_TRUE(is_poison(got.back())) << "wrote the cell after out";
+        std::vector<double> exact, scale;
+        ref.window(lo, hi, exact, scale);
+        const SequenceCheck k = check_sequence(got.data() + 1, exact.data(), scale.data(), hi - lo);
+        if (!k.ok) {
+          std::ostringstream where;
+          where << "window [" << lo << ", " << hi << ")";
+          log.add(where.str(), k.message);
+        }
+      }
+      float fin = 0;
+      ASSERT_TRUE(states.download(&fin, 1, 1));
+      const auto [fx, fm] = ref.final_state();
+      const SequenceCheck k = check_sequence(&fin, &fx, &fm, 1);
+      EXPECT_TRUE(k.ok) << "final_state: " << k.message;
+    }
   }
 }
 

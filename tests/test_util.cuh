@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include <ascan/ascan.cuh>
 #include <ascan/reference/scan_reference.hpp>
 
 namespace ascan::test {
@@ -381,6 +382,101 @@ class StreamGate {
   std::atomic<bool> open_{false};
   std::atomic<bool> timed_out_{false};
 };
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+
+/// Which entry point a case calls.
+enum class Via {
+  kWorkspace,    ///< scan(args, workspace, bytes, stream) after a size query: the full dispatch
+  kPlain,        ///< scan(args, stream): no workspace, one block per sequence
+  kMallocAsync,  ///< scan(args, malloc_async, stream)
+  kMultiBlock,   ///< the multi-block path forced, with SmallLookback's tiles, so that a few
+                 ///< thousand elements span many blocks (sanitizer-sized multi-block cases)
+};
+
+inline const char* via_name(Via v) {
+  switch (v) {
+    case Via::kWorkspace:
+      return "workspace";
+    case Via::kPlain:
+      return "plain";
+    case Via::kMallocAsync:
+      return "malloc_async";
+    case Via::kMultiBlock:
+      return "multi-block(small tiles)";
+  }
+  return "?";
+}
+
+/// A multi-block tile of 64 threads x 2 vectors (512 floats, 1024 16-bit elements, 256
+/// doubles): two warps and two runs, so the block scan's every step is exercised.
+template <int kBytes>
+struct SmallLookback {
+  static constexpr detail::LookbackPolicy kPolicy{64, 2 * 16 / kBytes, 1, 4};
+};
+
+/// The public entry points of the forward and backward pass under one name.
+template <class T>
+Status entry(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
+  return scan(a, w, bytes, s);
+}
+template <class T>
+Status entry(const ScanBackwardArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
+  return scan_backward(a, w, bytes, s);
+}
+template <class T>
+Status entry(const ScanArgs<T>& a, cudaStream_t s) {
+  return scan(a, s);
+}
+template <class T>
+Status entry(const ScanBackwardArgs<T>& a, cudaStream_t s) {
+  return scan_backward(a, s);
+}
+template <class T>
+Status entry(const ScanArgs<T>& a, MallocAsync m, cudaStream_t s) {
+  return scan(a, m, s);
+}
+template <class T>
+Status entry(const ScanBackwardArgs<T>& a, MallocAsync m, cudaStream_t s) {
+  return scan_backward(a, m, s);
+}
+/// The multi-block path forced with SmallLookback (two-phase, like the public overload).
+template <class T>
+Status entry_small_tiles(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
+  const detail::Scratch sc{w == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven, w,
+                           &bytes};
+  return detail::scan_with<T, detail::ScanTuning<sizeof(T)>, SmallLookback<sizeof(T)>>(
+      a, sc, s, detail::Path::kMultiBlock);
+}
+template <class T>
+Status entry_small_tiles(const ScanBackwardArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
+  const detail::Scratch sc{w == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven, w,
+                           &bytes};
+  return detail::scan_backward_with<T, detail::BackwardTuning<sizeof(T)>, SmallLookback<sizeof(T)>>(
+      a, sc, s, detail::Path::kMultiBlock);
+}
+
+/// Calls the entry point `via` names on `stream` (forward or backward, by the args' type). The
+/// two-phase ones query the size, check that it is at least 1, and run in `workspace`, a fresh
+/// allocation of exactly that size filled with poison (a workspace's contents on entry must not
+/// matter); the caller keeps it until the stream is done.
+template <class Args>
+Status call_entry(const Args& a, Via via, cudaStream_t stream,
+                  DeviceBuffer<unsigned char>& workspace) {
+  if (via == Via::kPlain) return entry(a, stream);
+  if (via == Via::kMallocAsync) return entry(a, malloc_async, stream);
+  const bool small = via == Via::kMultiBlock;
+  size_t bytes = 0;
+  Status st = small ? entry_small_tiles(a, nullptr, bytes, stream) : entry(a, nullptr, bytes, stream);
+  if (!st.ok()) return st;
+  if (bytes == 0) return Status::invalid("test: the size query reported 0 bytes (CUB's rule: >= 1)");
+  if (!workspace.allocate(bytes) || !workspace.poison() ||
+      cudaDeviceSynchronize() != cudaSuccess)
+    return Status::invalid("test: allocating and poisoning the workspace failed");
+  return small ? entry_small_tiles(a, workspace.get(), bytes, stream)
+               : entry(a, workspace.get(), bytes, stream);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Error measure

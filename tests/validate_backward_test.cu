@@ -521,6 +521,13 @@ void check_scan_backward(const ArgsCase& c, bool own_stream) {
   EXPECT_EQ(s.code, v.code) << "scan_backward and can_implement disagree: scan_backward says \""
                             << s.message << "\", can_implement \"" << v.message << "\"";
   EXPECT_TRUE(has_code(s, c.expected));
+  // The other entry points judge alike; a refused size query leaves workspace_bytes alone.
+  size_t bytes = 12345;
+  const Status q = scan_backward(a, nullptr, bytes, stream.get());
+  EXPECT_EQ(q.code, v.code) << "the size query says \"" << q.message << "\"";
+  if (!v.ok()) EXPECT_EQ(bytes, 12345u) << "a refused size query wrote workspace_bytes";
+  const Status m = scan_backward(a, malloc_async, stream.get());
+  EXPECT_EQ(m.code, v.code) << "the malloc_async entry point says \"" << m.message << "\"";
   ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after scan_backward)"));
   EXPECT_TRUE(no_pending_cuda_error());
   // A refused call, and an empty one, does nothing.

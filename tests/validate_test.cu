@@ -344,6 +344,13 @@ void check_scan(const ArgsCase& c, bool own_stream) {
   EXPECT_EQ(s.code, v.code) << "scan and can_implement disagree: scan says \"" << s.message
                             << "\", can_implement \"" << v.message << "\"";
   EXPECT_TRUE(has_code(s, c.expected));
+  // The other entry points judge alike; a refused size query leaves workspace_bytes alone.
+  size_t bytes = 12345;
+  const Status q = scan(a, nullptr, bytes, stream.get());
+  EXPECT_EQ(q.code, v.code) << "the size query says \"" << q.message << "\"";
+  if (!v.ok()) EXPECT_EQ(bytes, 12345u) << "a refused size query wrote workspace_bytes";
+  const Status m = scan(a, malloc_async, stream.get());
+  EXPECT_EQ(m.code, v.code) << "the malloc_async entry point says \"" << m.message << "\"";
   ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after scan)"));
   EXPECT_TRUE(no_pending_cuda_error());
   // A refused call, and an empty one, does nothing.

@@ -3,10 +3,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
 
+#include "dispatch/dispatch.cuh"
 #include "dispatch/scan_kernels.cuh"
 #include "dispatch/tuning.cuh"
 #include "scan_args.cuh"
@@ -50,6 +52,23 @@ ScanParams<T> make_params(const ScanArgs<T>& args, bool& vector) {
       args.final_state, st.batch_stride,  st.channel_stride};
 }
 
+/// The forward scan with the scratch, path and tables given (the public overloads below, the
+/// tests and the benchmark all come here).
+template <class T, class Table = ScanTuning<sizeof(T)>,
+          class Lookback = LookbackTuning<sizeof(T), false>>
+Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream,
+                 Path path = Path::kAuto) {
+  static_assert(kIsScanType<T>, "ascan::scan takes float, double, __half or __nv_bfloat16");
+  if (Status st = can_implement(args); !st.ok()) return st;
+  if (args.shape.empty()) {
+    if (scratch.mode == Scratch::kQuery) *scratch.bytes = 1;
+    return Status::success();
+  }
+  bool vector = false;
+  const ScanParams<T> p = make_params(args, vector);
+  return run<ForwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);
+}
+
 }  // namespace detail
 
 /// Forward (or reverse) scan of every sequence of `args.shape`:
@@ -64,17 +83,38 @@ ScanParams<T> make_params(const ScanArgs<T>& args, bool& vector) {
 /// `stream`; no synchronization, no allocation. On invalid arguments (see can_implement) returns
 /// the error and launches nothing; an empty shape succeeds and does nothing; a failed launch
 /// returns kCudaError with the CUDA error, taken off the runtime's last-error slot.
+///
+/// Scratch memory. With few sequences (fewer than a few per multiprocessor) and more than one
+/// tile of elements each, the scan splits every sequence over many blocks, joined through a small
+/// workspace (about 16 bytes per 4096 elements). Three ways to call it:
+///   - scan(args, workspace, workspace_bytes, stream): CUB's two-phase rule. With a null
+///     workspace the call sets workspace_bytes to the bytes it needs (at least 1; the same for
+///     any pointers of the same shape) and launches nothing; then call again with that much.
+///     A workspace smaller than needed is an error (kInvalidArgument). Its contents on entry do
+///     not matter; it must stay untouched until the scan has run.
+///   - scan(args, ascan::malloc_async, stream): takes the workspace from cudaMallocAsync on
+///     `stream` and gives it back with cudaFreeAsync behind the kernel, only when it needs one.
+///   - scan(args, stream): needs no workspace and never allocates; it always runs one block
+///     per sequence, which for a few long sequences leaves most of the GPU idle.
+/// Results are bitwise identical run after run on every path.
+template <class T>
+Status scan(const ScanArgs<T>& args, void* workspace, size_t& workspace_bytes,
+            cudaStream_t stream = 0) {
+  const detail::Scratch s{workspace == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven,
+                          workspace, &workspace_bytes};
+  return detail::scan_with(args, s, stream);
+}
+
+/// The forward scan with its workspace from cudaMallocAsync on `stream` (see above).
+template <class T>
+Status scan(const ScanArgs<T>& args, MallocAsync, cudaStream_t stream = 0) {
+  return detail::scan_with(args, detail::Scratch{detail::Scratch::kMallocAsync}, stream);
+}
+
+/// The forward scan without a workspace: one block per sequence (see above).
 template <class T>
 Status scan(const ScanArgs<T>& args, cudaStream_t stream = 0) {
-  static_assert(detail::kIsScanType<T>, "ascan::scan takes float, double, __half or __nv_bfloat16");
-  if (Status st = can_implement(args); !st.ok()) return st;
-  if (args.shape.empty()) return Status::success();
-  bool vector = false;
-  const detail::ScanParams<T> p = detail::make_params(args, vector);
-  const int row = detail::select_policy<sizeof(T)>(p.span_bound);
-  const cudaError_t e =
-      detail::launch_scan_row<detail::ForwardProblem, T>(row, args.reverse, vector, p, stream);
-  return e == cudaSuccess ? Status::success() : Status::cuda_error(e);
+  return detail::scan_with(args, detail::Scratch{}, stream);
 }
 
 }  // namespace ascan

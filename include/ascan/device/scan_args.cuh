@@ -38,6 +38,12 @@ struct StateLayout {
   int64_t channel_stride = -1;
 };
 
+/// Tag for the entry points that take their scratch memory from cudaMallocAsync on the call's
+/// stream (and return it with cudaFreeAsync behind the kernel): `scan(args, ascan::malloc_async,
+/// stream)`. Only calls whose path needs scratch (few long sequences) allocate.
+struct MallocAsync {};
+inline constexpr MallocAsync malloc_async{};
+
 /// Arguments of a forward scan
 ///
 ///     x[t] = a[t] * x[t-1] + b[t],  x[-1] = h0      (forward)

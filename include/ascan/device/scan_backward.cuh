@@ -3,8 +3,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
+#include "dispatch/dispatch.cuh"
 #include "dispatch/scan_kernels.cuh"
 #include "dispatch/tuning.cuh"
 #include "scan.cuh"
@@ -41,27 +43,52 @@ BackwardParams<T> make_backward_params(const ScanBackwardArgs<T>& args, bool& ve
                            st.channel_stride};
 }
 
+/// The backward pass with the scratch, path and tables given (see scan_with).
+template <class T, class Table = BackwardTuning<sizeof(T)>,
+          class Lookback = LookbackTuning<sizeof(T), true>>
+Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratch,
+                          cudaStream_t stream, Path path = Path::kAuto) {
+  static_assert(kIsScanType<T>,
+                "ascan::scan_backward takes float, double, __half or __nv_bfloat16");
+  if (Status st = can_implement(args); !st.ok()) return st;
+  if (args.shape.empty()) {
+    if (scratch.mode == Scratch::kQuery) *scratch.bytes = 1;
+    return Status::success();
+  }
+  bool vector = false;
+  const BackwardParams<T> p = make_backward_params(args, vector);
+  return run<BackwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);
+}
+
 }  // namespace detail
 
 /// Backward pass of `scan` in one fused pass over memory: reads gates, the forward's outputs
 /// (states) and the upstream gradient, writes the gradients of gates and tokens, and optionally
 /// of the initial state (see ScanBackwardArgs for the formulas and the aliasing allowed). Same
 /// dtypes, lengths, layouts and alignment rules as `scan`; 16-bit types are computed in float and
-/// rounded once. Enqueued on `stream`; no synchronization, no allocation. Invalid arguments (see
-/// can_implement) return the error and launch nothing; an empty shape succeeds and does nothing.
+/// rounded once. Enqueued on `stream`; no synchronization. Invalid arguments (see can_implement)
+/// return the error and launch nothing; an empty shape succeeds and does nothing. Scratch memory
+/// as for `scan`: this overload follows the two-phase rule (a null workspace reports the bytes
+/// needed in workspace_bytes and launches nothing), so that few long sequences are split over
+/// many blocks; results are bitwise identical run after run.
+template <class T>
+Status scan_backward(const ScanBackwardArgs<T>& args, void* workspace, size_t& workspace_bytes,
+                     cudaStream_t stream = 0) {
+  const detail::Scratch s{workspace == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven,
+                          workspace, &workspace_bytes};
+  return detail::scan_backward_with(args, s, stream);
+}
+
+/// The backward pass with its workspace from cudaMallocAsync on `stream` (see `scan`).
+template <class T>
+Status scan_backward(const ScanBackwardArgs<T>& args, MallocAsync, cudaStream_t stream = 0) {
+  return detail::scan_backward_with(args, detail::Scratch{detail::Scratch::kMallocAsync}, stream);
+}
+
+/// The backward pass without a workspace and without allocation: one block per sequence.
 template <class T>
 Status scan_backward(const ScanBackwardArgs<T>& args, cudaStream_t stream = 0) {
-  static_assert(detail::kIsScanType<T>,
-                "ascan::scan_backward takes float, double, __half or __nv_bfloat16");
-  if (Status st = can_implement(args); !st.ok()) return st;
-  if (args.shape.empty()) return Status::success();
-  bool vector = false;
-  const detail::BackwardParams<T> p = detail::make_backward_params(args, vector);
-  using Table = detail::BackwardTuning<sizeof(T)>;
-  const int row = detail::select_policy<sizeof(T), Table>(p.span_bound);
-  const cudaError_t e = detail::launch_scan_row<detail::BackwardProblem, T, Table>(
-      row, args.reverse, vector, p, stream);
-  return e == cudaSuccess ? Status::success() : Status::cuda_error(e);
+  return detail::scan_backward_with(args, detail::Scratch{}, stream);
 }
 
 }  // namespace ascan

@@ -142,42 +142,47 @@ struct BackwardProblem {
     store_vector<kVec>(db, v, lo, hi, yb);
   }
 
-  /// The backward pass of sequence `seq` with a group of kLanes threads (this one at `rank`);
-  /// with `active` false the group takes part in every shuffle and barrier but reads and writes
-  /// nothing.
-  template <int kLanes, int kItems, bool kOneTile, class Group>
-  static __device__ __forceinline__ void scan_sequence(const Params& p, int64_t seq, bool active,
-                                                       int rank, Group& group) {
-    const int64_t bi = active ? seq / p.channels : 0;
-    const int64_t ci = active ? seq - bi * p.channels : 0;
-    const int64_t offset = bi * p.batch_stride + ci * p.channel_stride;
+  int64_t offset;  // element offset of the sequence's first element
+  int64_t state;   // index of the sequence's states and their gradients
+  bool active;
+
+  /// The problem of sequence `seq` for a group of kLanes threads, this one at `rank` (which
+  /// lanes exchange edges by shuffle); inactive groups get an empty sequence at offset 0.
+  template <int kLanes>
+  static __device__ __forceinline__ BackwardProblem at(const Params& p, int64_t seq, bool active,
+                                                       int rank) {
+    const SequenceSite site = locate_sequence(p, active ? seq : 0);
     // All five arrays share their misalignment on the vector path: one lead for all.
-    const int64_t lead = kVector ? lead_of(p.gates + offset) : 0;
-    const int64_t state = bi * p.state_batch_stride + ci * p.state_channel_stride;
-    const int64_t base = offset - lead;
+    const int64_t lead = kVector ? lead_of(p.gates + site.offset) : 0;
+    const int64_t base = site.offset - lead;
     constexpr int kWidth = kLanes < kWarpThreads ? kLanes : kWarpThreads;
     const int lane = rank % kWidth;
-    BackwardProblem problem{
-        p.gates + base,
-        p.states + base,
-        p.grad_out + base,
-        p.grad_gates + base,
-        p.grad_tokens + base,
-        lead,
-        active ? lead + p.length : lead,
-        active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[state]) : C(0),
-        kWidth,
-        lane == kWidth - 1,
-        lane == 0};
-    C carry =
-        active && p.grad_final_state != nullptr ? to_compute<C>(p.grad_final_state[state]) : C(0);
-    scan_tiles<BackwardProblem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group,
-                                                          carry);
-    // carry is now d at the forward's first step (d[0], or d[T-1] mirrored).
-    if (active && rank == 0 && p.grad_initial_state != nullptr) {
-      const T first_gate = p.gates[offset + (kForwardReverse ? p.length - 1 : 0)];
-      p.grad_initial_state[state] = to_storage<T>(to_compute<C>(first_gate) * carry);
-    }
+    return {p.gates + base,
+            p.states + base,
+            p.grad_out + base,
+            p.grad_gates + base,
+            p.grad_tokens + base,
+            lead,
+            active ? lead + p.length : lead,
+            active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[site.state]) : C(0),
+            kWidth,
+            lane == kWidth - 1,
+            lane == 0,
+            site.offset,
+            site.state,
+            active};
+  }
+  /// The carry before the first element in scan order: dL/d(final state), or 0.
+  __device__ __forceinline__ C initial_carry(const Params& p) const {
+    return active && p.grad_final_state != nullptr ? to_compute<C>(p.grad_final_state[state])
+                                                   : C(0);
+  }
+  /// Takes the carry after the last element in scan order, d at the forward's first step (d[0],
+  /// or d[T-1] mirrored): dL/dh0 = a[0] d[0] (one thread, active sequences only).
+  __device__ __forceinline__ void finish(const Params& p, C carry) const {
+    if (p.grad_initial_state == nullptr) return;
+    const T first_gate = p.gates[offset + (kForwardReverse ? p.length - 1 : 0)];
+    p.grad_initial_state[state] = to_storage<T>(to_compute<C>(first_gate) * carry);
   }
 };
 

@@ -72,23 +72,28 @@ struct ForwardProblem {
     store_vector<kVec>(x, v, lo, hi, y);
   }
 
-  /// Scans sequence `seq` with a group of kLanes threads (this one at `rank`); with `active`
-  /// false the group takes part in every shuffle and barrier but reads and writes nothing.
-  template <int kLanes, int kItems, bool kOneTile, class Group>
-  static __device__ __forceinline__ void scan_sequence(const Params& p, int64_t seq, bool active,
-                                                       int rank, Group& group) {
-    const int64_t bi = active ? seq / p.channels : 0;
-    const int64_t ci = active ? seq - bi * p.channels : 0;
-    const int64_t offset = bi * p.batch_stride + ci * p.channel_stride;
+  int64_t state;  // index of the sequence's initial and final states
+  bool active;
+
+  /// The problem of sequence `seq` for a group of kLanes threads; inactive groups get an empty
+  /// sequence at offset 0.
+  template <int kLanes>
+  static __device__ __forceinline__ ForwardProblem at(const Params& p, int64_t seq, bool active,
+                                                      int /*rank*/) {
+    const SequenceSite site = locate_sequence(p, active ? seq : 0);
     // gates, tokens and out share their misalignment on the vector path: one lead for all.
-    const int64_t lead = kVector ? lead_of(p.gates + offset) : 0;
-    ForwardProblem problem{p.gates + (offset - lead), p.tokens + (offset - lead),
-                           p.out + (offset - lead), lead, active ? lead + p.length : lead};
-    const int64_t state = bi * p.state_batch_stride + ci * p.state_channel_stride;
-    C carry = active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[state]) : C(0);
-    scan_tiles<ForwardProblem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group, carry);
-    if (active && rank == 0 && p.final_state != nullptr)
-      p.final_state[state] = to_storage<T>(carry);
+    const int64_t lead = kVector ? lead_of(p.gates + site.offset) : 0;
+    const int64_t base = site.offset - lead;
+    return {p.gates + base, p.tokens + base,         p.out + base, lead,
+            active ? lead + p.length : lead, site.state, active};
+  }
+  /// The state before the first element in scan order: h0, or 0.
+  __device__ __forceinline__ C initial_carry(const Params& p) const {
+    return active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[state]) : C(0);
+  }
+  /// Takes the state after the last element in scan order (one thread, active sequences only).
+  __device__ __forceinline__ void finish(const Params& p, C carry) const {
+    if (p.final_state != nullptr) p.final_state[state] = to_storage<T>(carry);
   }
 };
 

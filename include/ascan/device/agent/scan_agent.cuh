@@ -38,6 +38,20 @@ __device__ __forceinline__ int64_t lead_of(const T* p) {
   return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) % 16 / sizeof(T));
 }
 
+/// Where one sequence of a (batch, channels) grid lives: the element offset of its first element
+/// and the index of its initial and final states. `Params` is ScanParams or BackwardParams.
+struct SequenceSite {
+  int64_t offset;
+  int64_t state;
+};
+template <class Params>
+__device__ __forceinline__ SequenceSite locate_sequence(const Params& p, int64_t seq) {
+  const int64_t bi = seq / p.channels;
+  const int64_t ci = seq - bi * p.channels;
+  return {bi * p.batch_stride + ci * p.channel_stride,
+          bi * p.state_batch_stride + ci * p.state_channel_stride};
+}
+
 /// Loads the `kVec` elements [v, v + kVec) of a sequence whose grid position v lives at `p[v]`:
 /// one 16-byte load when all of them lie inside [lo, hi), else guarded scalars; positions outside
 /// [lo, hi) are not read and take `fill`.
@@ -73,7 +87,7 @@ __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_
 /// `carry` enters as the state before the first element in scan order and leaves as the state
 /// after the last.
 template <class Problem, int kLanes, int kItems, bool kOneTile, class Group>
-__device__ __forceinline__ void scan_tiles(Problem& problem, int64_t span_bound, int rank,
+__device__ __forceinline__ void scan_tiles(const Problem& problem, int64_t span_bound, int rank,
                                            Group& group, typename Problem::C& carry) {
   using C = typename Problem::C;
   constexpr bool kReverse = Problem::kReverse;
@@ -113,6 +127,19 @@ __device__ __forceinline__ void scan_tiles(Problem& problem, int64_t span_bound,
       problem.store(work[j], position(k, j));
     }
   }
+}
+
+/// Scans sequence `seq` with a group of kLanes threads (this one at `rank`): the Problem built for
+/// it (Problem::at), its initial carry, the tile walk, and the Problem's use of the final carry
+/// (Problem::finish, by rank 0). With `active` false the group takes part in every shuffle and
+/// barrier but reads and writes nothing.
+template <class Problem, int kLanes, int kItems, bool kOneTile, class Group>
+__device__ __forceinline__ void scan_sequence(const typename Problem::Params& p, int64_t seq,
+                                              bool active, int rank, Group& group) {
+  const Problem problem = Problem::template at<kLanes>(p, seq, active, rank);
+  typename Problem::C carry = problem.initial_carry(p);
+  scan_tiles<Problem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group, carry);
+  if (active && rank == 0) problem.finish(p, carry);
 }
 
 }  // namespace detail

@@ -1,11 +1,15 @@
-// ascan/device/dispatch/scan_kernels.cuh: the three kernels, for any Problem (the forward scan,
+// ascan/device/dispatch/scan_kernels.cuh: the kernels, for any Problem (the forward scan,
 // device/agent/forward_problem.cuh; the backward pass, device/agent/backward_problem.cuh).
 //
-//   warp_kernel     kThreads / kLanes sequences per block, one lane group each; shuffles only.
-//   block_kernel    one sequence per block in one tile; warps meet in shared memory.
-//   chunked_kernel  one sequence per block, walked tile by tile with a carried state.
-//
+// One block (or lane group) per sequence, no scratch memory:
+//   warp_kernel      kThreads / kLanes sequences per block, one lane group each; shuffles only.
+//   block_kernel     one sequence per block, in one tile (warps meet in shared memory) or walked
+//                    tile by tile with a carried state (the chunked kernel).
 // Each walks its sequences with a grid-stride loop, so any number of sequences fits a 1-D grid.
+//
+// Many blocks per sequence, for few long sequences (scratch memory for the tile states):
+//   lookback_kernel  every tile of every sequence scanned by one block, tiles of a sequence
+//                    joined by decoupled look-back (device/agent/tile_lookback.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,6 +21,7 @@
 #include "../../warp/warp_scan.cuh"
 #include "../agent/backward_problem.cuh"
 #include "../agent/forward_problem.cuh"
+#include "../agent/tile_lookback.cuh"
 #include "tuning.cuh"
 
 namespace ascan {
@@ -38,8 +43,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t units = ceil_div(p.sequences, kGroups);
   for (int64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {  // groups stay in step
     const int64_t seq = unit * kGroups + threadIdx.x / kLanes;
-    Problem::template scan_sequence<kLanes, kItems, kOneTile>(p, seq, seq < p.sequences, rank,
-                                                              group);
+    scan_sequence<Problem, kLanes, kItems, kOneTile>(p, seq, seq < p.sequences, rank, group);
   }
 }
 
@@ -52,7 +56,78 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   __shared__ typename Group::TempStorage storage;
   Group group(storage);
   for (int64_t seq = blockIdx.x; seq < p.sequences; seq += gridDim.x)
-    Problem::template scan_sequence<kThreads, kItems, kOneTile>(p, seq, true, threadIdx.x, group);
+    scan_sequence<Problem, kThreads, kItems, kOneTile>(p, seq, true, threadIdx.x, group);
+}
+
+/// Multi-block kernel: block b scans tile b of the workspace's tile states, which is tile k =
+/// b % chunks (in scan order) of sequence b / chunks. Per tile: load, scan the block's pairs,
+/// publish the aggregate, look back for the state before the tile (warp 0), publish the state
+/// after it, and store. The first tile of a sequence starts from the initial carry; the last one
+/// hands the final carry to Problem::finish.
+///
+/// A block waits only on lower-numbered blocks, which the hardware starts first (blocks are
+/// dispatched in index order; CUB's single-pass scan rests on the same fact), so the look-back
+/// always makes progress. Two designs measured worse on the H200 and were dropped: taking tile
+/// indices from an atomic counter serialised every tile on that one address (about 30 ns per
+/// tile whatever the shape: 0.34 of the copy), and taking the next tile before looking back for
+/// the current one made every tile's aggregate wait on an earlier look-back (0.15-0.2).
+template <class Problem, int kThreads, int kItems, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
+                    const int64_t chunks) {
+  using C = typename Problem::C;
+  constexpr bool kReverse = Problem::kReverse;
+  constexpr int kVec = Problem::kVec;
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kRuns = kItems / kVec;
+  constexpr int64_t kRun = int64_t(kThreads) * kVec;
+  constexpr int64_t kTile = kRun * kRuns;
+  using Group = BlockScan<C, kThreads, kReverse, kRuns>;
+  __shared__ typename Group::TempStorage storage;
+  __shared__ C entering_slot;
+  Group group(storage);
+  const int rank = static_cast<int>(threadIdx.x);
+  const int64_t tile = blockIdx.x;
+  const int64_t seq = tile / chunks;
+  const int64_t k = tile - seq * chunks;
+  const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+  const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
+
+  typename Problem::Loaded loaded[kRuns];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], origin + j * kRun);
+  typename Problem::Work work[kRuns];
+  Affine<C> aggregate[kRuns];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) {
+    problem.convert(loaded[j], origin + j * kRun, work[j]);
+    aggregate[j] = thread_reduce<kReverse>(work[j].a, work[j].b);
+  }
+  Affine<C> exclusive[kRuns], tile_map;
+  group.exclusive_scan(aggregate, exclusive, tile_map);
+
+  if (rank < kWarpThreads) {
+    C entering;
+    if (k == 0) {
+      entering = problem.initial_carry(p);
+    } else {
+      if (rank == 0) publish_aggregate(tiles, tile, tile_map);
+      entering = look_back(tiles, tile - k, tile);
+    }
+    if (rank == 0) {
+      const C after = advance_state(tile_map, entering);
+      publish_inclusive(tiles, tile, after);
+      entering_slot = entering;
+      if (k == chunks - 1) problem.finish(p, after);
+    }
+  }
+  __syncthreads();
+  const C entering = entering_slot;
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) {
+    thread_scan<kReverse>(apply(exclusive[j], entering), work[j].a, work[j].b);
+    problem.store(work[j], origin + j * kRun);
+  }
 }
 
 /// Launches row `kRow` of `Table` for `Problem`: grid, block and template arguments from the row.

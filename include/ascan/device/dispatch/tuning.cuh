@@ -168,6 +168,25 @@ struct BackwardTuning<2> {
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
 
+/// The multi-block path (lookback_kernel): its tile shape, and when it runs. A call takes it when
+/// a sequence spans more than one of its tiles and there are fewer than `max_sequences_per_sm`
+/// sequences per multiprocessor (below that, one block per sequence leaves the GPU underfed).
+struct LookbackPolicy {
+  int threads;  ///< threads per block
+  int items;    ///< elements per thread per tile (whole 16-byte vectors)
+  int min_blocks;
+  int max_sequences_per_sm;
+  constexpr int64_t tile() const { return int64_t(threads) * items; }
+};
+
+/// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
+template <int kBytes, bool kBackward>
+struct LookbackTuning {
+  static constexpr int V = 16 / kBytes;  // elements per vector
+  static constexpr LookbackPolicy kPolicy = kBackward ? LookbackPolicy{256, 2 * V, 2, 4}
+                                                      : LookbackPolicy{256, 4 * V, 2, 4};
+};
+
 /// Index of the row of `Table` that scans sequences of `span` elements.
 template <int kBytes, class Table = ScanTuning<kBytes>>
 constexpr int select_policy(int64_t span) {
