@@ -66,7 +66,7 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   const int64_t chunks = ceil_div(length + kVec - 1, P.tile());
   if (path == Path::kAuto) {
     if (length <= P.tile()) return Status::success();
-    if (sequences >= int64_t(P.max_sequences_per_sm) * 16) {  // no device has fewer than 16 SMs
+    if (double(sequences) >= P.max_sequences_per_sm * 16) {  // no device has fewer than 16 SMs
       int device = 0, sms = 0;
       cudaError_t e = cudaGetDevice(&device);
       if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -74,7 +74,7 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
         (void)cudaGetLastError();
         return Status::cuda_error(e);
       }
-      if (sequences >= int64_t(P.max_sequences_per_sm) * sms) return Status::success();
+      if (double(sequences) >= P.max_sequences_per_sm * sms) return Status::success();
     }
   }
   if (sequences * chunks > kMaxTiles) {  // over 2^31 tiles of >= 1024 elements: not in memory

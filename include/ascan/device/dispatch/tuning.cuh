@@ -175,16 +175,34 @@ struct LookbackPolicy {
   int threads;  ///< threads per block
   int items;    ///< elements per thread per tile (whole 16-byte vectors)
   int min_blocks;
-  int max_sequences_per_sm;
+  double max_sequences_per_sm;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
 /// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
+///
+/// Crossover, measured on the H200 (bench --ascan_tune_multi, 2026-11-29, bench/RESULTS.md "Few
+/// long sequences"): efficiency against the same-traffic copy of each path forced, S sequences.
+///
+///                      S = 16 x 2^20   S = 128 x 2^20   S = 132 x 2^16   S = 264 x 2^16
+///   f32 forward         0.10 | 0.38     0.53 | 0.38      0.54 | 0.47      0.76 | 0.48
+///   bf16 forward        0.16 | 0.40     0.72 | 0.38      0.74 | 0.52      0.87 | 0.48
+///   f32 backward        0.10 | 0.36     0.57 | 0.37      0.59 | 0.50      0.81 | 0.47
+///   bf16 backward       0.04 | 0.32     0.22 | 0.31      0.27 | 0.42      0.42 | 0.38
+///                       (one block per sequence | multi-block)
+///
+/// The multi-block path is at 0.35-0.50 of the copy today (its look-back folds every tile's
+/// aggregate serially for determinism, about 30 ns per tile: see tile_lookback.cuh), so it wins
+/// only where one block per sequence is worse: below about 0.6 sequences per multiprocessor
+/// (1.5-2 for 16-bit backward, whose one-block kernel wants 8 blocks per multiprocessor).
+/// Thresholds: 0.5 per multiprocessor, 1.5 for 16-bit backward. Double: the float values (not
+/// measured).
 template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
-  static constexpr LookbackPolicy kPolicy = kBackward ? LookbackPolicy{256, 2 * V, 2, 4}
-                                                      : LookbackPolicy{256, 4 * V, 2, 4};
+  static constexpr LookbackPolicy kPolicy =
+      kBackward ? LookbackPolicy{256, 2 * V, 2, kBytes == 2 ? 1.5 : 0.5}
+                : LookbackPolicy{256, 4 * V, 2, 0.5};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
