@@ -9,8 +9,9 @@
 //   - the final states, and that the runtime holds no pending error.
 //
 // Tests named Small* keep every case under about 64K elements and between them reach every
-// kernel path (warp, block and chunked rows, vector and scalar access, both directions, in place,
-// misaligned, strided, states); run them under compute-sanitizer with --gtest_filter='*Small*'.
+// kernel path (warp, block and chunked rows, the multi-block path with small tiles, vector and
+// scalar access, both directions, in place, misaligned, strided, states); run them under
+// compute-sanitizer with --gtest_filter='*Small*'.
 #include <ascan/ascan.cuh>
 
 #include <algorithm>
