@@ -20,6 +20,11 @@
 // after run. (Composing the predecessors' aggregates first, as a general look-back does, would
 // round differently depending on j.)
 //
+// Cost: that fold is one shuffle and one fma per predecessor, in a chain, so the front of
+// published states advances about one tile per 30 ns (measured on the H200). That bounds the
+// multi-block path at about 0.35 of a copy's speed (bench/RESULTS.md, "Few long sequences");
+// wip/two_level_lookback.patch folds once per group of 32 tiles instead.
+//
 // Memory ordering: a tile writes its aggregate or inclusive state with plain stores, then its
 // status with a release store (st.release.gpu); readers load the status with an acquire load
 // (ld.acquire.gpu) before reading what it announces. Tile t is scanned by block t, and a tile
