@@ -614,8 +614,7 @@ template <class T>
 std::string measure_scan(const Extent& shape, bool reverse, bool states, double* ms) {
   const ascan::ScanArgs<T> args = forward_args<T>(shape, reverse, states);
   return measure_two_phase(
-      "ascan::scan",
-      [&](void* w, size_t& b) { return ascan::scan(args, w, b, g_gpu.stream); }, ms);
+      "ascan::scan", [&](void* w, size_t& b) { return ascan::scan(args, w, b, g_gpu.stream); }, ms);
 }
 
 template <class T>
@@ -650,12 +649,7 @@ struct CandidateTable {
 
 template <class T>
 std::string measure_row(const Extent& shape, bool reverse, int row, double* ms) {
-  ascan::ScanArgs<T> args;
-  args.gates = static_cast<const T*>(g_ws.gates);
-  args.tokens = static_cast<const T*>(g_ws.tokens);
-  args.out = static_cast<T*>(g_ws.out);
-  args.shape = ascan::time_contiguous(shape.batch, shape.channels, shape.length);
-  args.reverse = reverse;
+  const ascan::ScanArgs<T> args = forward_args<T>(shape, reverse, false);
   if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
   bool vector = false;
   const auto params = ascan::detail::make_params(args, vector);
@@ -711,16 +705,13 @@ using BackwardCandidates =
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {
   const auto path = row == 0 ? ascan::detail::Path::kOneBlock : ascan::detail::Path::kMultiBlock;
-  auto scratch = [](void* w, size_t& b) {
-    return ascan::detail::Scratch{
-        w == nullptr ? ascan::detail::Scratch::kQuery : ascan::detail::Scratch::kGiven, w, &b};
-  };
   if (backward) {
     const ascan::ScanBackwardArgs<T> args = backward_args<T>(shape, false);
     return measure_two_phase(
         "scan_backward_with",
         [&](void* w, size_t& b) {
-          return ascan::detail::scan_backward_with(args, scratch(w, b), g_gpu.stream, path);
+          return ascan::detail::scan_backward_with(args, ascan::detail::Scratch::two_phase(w, b),
+                                                   g_gpu.stream, path);
         },
         ms);
   }
@@ -728,7 +719,8 @@ std::string measure_path(const Extent& shape, bool backward, int row, double* ms
   return measure_two_phase(
       "scan_with",
       [&](void* w, size_t& b) {
-        return ascan::detail::scan_with(args, scratch(w, b), g_gpu.stream, path);
+        return ascan::detail::scan_with(args, ascan::detail::Scratch::two_phase(w, b), g_gpu.stream,
+                                        path);
       },
       ms);
 }

@@ -444,17 +444,13 @@ Status entry(const ScanBackwardArgs<T>& a, MallocAsync m, cudaStream_t s) {
 /// The multi-block path forced with SmallLookback (two-phase, like the public overload).
 template <class T>
 Status entry_small_tiles(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
-  const detail::Scratch sc{w == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven, w,
-                           &bytes};
   return detail::scan_with<T, detail::ScanTuning<sizeof(T)>, SmallLookback<sizeof(T)>>(
-      a, sc, s, detail::Path::kMultiBlock);
+      a, detail::Scratch::two_phase(w, bytes), s, detail::Path::kMultiBlock);
 }
 template <class T>
 Status entry_small_tiles(const ScanBackwardArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
-  const detail::Scratch sc{w == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven, w,
-                           &bytes};
   return detail::scan_backward_with<T, detail::BackwardTuning<sizeof(T)>, SmallLookback<sizeof(T)>>(
-      a, sc, s, detail::Path::kMultiBlock);
+      a, detail::Scratch::two_phase(w, bytes), s, detail::Path::kMultiBlock);
 }
 
 /// Calls the entry point `via` names on `stream` (forward or backward, by the args' type). The
@@ -468,11 +464,12 @@ Status call_entry(const Args& a, Via via, cudaStream_t stream,
   if (via == Via::kMallocAsync) return entry(a, malloc_async, stream);
   const bool small = via == Via::kMultiBlock;
   size_t bytes = 0;
-  Status st = small ? entry_small_tiles(a, nullptr, bytes, stream) : entry(a, nullptr, bytes, stream);
+  Status st =
+      small ? entry_small_tiles(a, nullptr, bytes, stream) : entry(a, nullptr, bytes, stream);
   if (!st.ok()) return st;
-  if (bytes == 0) return Status::invalid("test: the size query reported 0 bytes (CUB's rule: >= 1)");
-  if (!workspace.allocate(bytes) || !workspace.poison() ||
-      cudaDeviceSynchronize() != cudaSuccess)
+  if (bytes == 0)
+    return Status::invalid("test: the size query reported 0 bytes (CUB's rule: >= 1)");
+  if (!workspace.allocate(bytes) || !workspace.poison() || cudaDeviceSynchronize() != cudaSuccess)
     return Status::invalid("test: allocating and poisoning the workspace failed");
   return small ? entry_small_tiles(a, workspace.get(), bytes, stream)
                : entry(a, workspace.get(), bytes, stream);

@@ -100,9 +100,7 @@ Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
 template <class T>
 Status scan(const ScanArgs<T>& args, void* workspace, size_t& workspace_bytes,
             cudaStream_t stream = 0) {
-  const detail::Scratch s{workspace == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven,
-                          workspace, &workspace_bytes};
-  return detail::scan_with(args, s, stream);
+  return detail::scan_with(args, detail::Scratch::two_phase(workspace, workspace_bytes), stream);
 }
 
 /// The forward scan with its workspace from cudaMallocAsync on `stream` (see above).

@@ -74,9 +74,8 @@ Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratc
 template <class T>
 Status scan_backward(const ScanBackwardArgs<T>& args, void* workspace, size_t& workspace_bytes,
                      cudaStream_t stream = 0) {
-  const detail::Scratch s{workspace == nullptr ? detail::Scratch::kQuery : detail::Scratch::kGiven,
-                          workspace, &workspace_bytes};
-  return detail::scan_backward_with(args, s, stream);
+  return detail::scan_backward_with(args, detail::Scratch::two_phase(workspace, workspace_bytes),
+                                    stream);
 }
 
 /// The backward pass with its workspace from cudaMallocAsync on `stream` (see `scan`).

@@ -43,6 +43,11 @@ struct Scratch {
   } mode = kNone;
   void* ptr = nullptr;
   size_t* bytes = nullptr;
+
+  /// CUB's two-phase rule: a null workspace asks for its size in `bytes`, any other is used.
+  static Scratch two_phase(void* workspace, size_t& bytes) {
+    return {workspace == nullptr ? kQuery : kGiven, workspace, &bytes};
+  }
 };
 
 /// The path and scratch of a call.
@@ -69,7 +74,8 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
     if (double(sequences) >= P.max_sequences_per_sm * 16) {  // no device has fewer than 16 SMs
       int device = 0, sms = 0;
       cudaError_t e = cudaGetDevice(&device);
-      if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+      if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return Status::cuda_error(e);
@@ -120,13 +126,13 @@ cudaError_t launch_lookback(bool reverse, bool vector,
 /// scratch as `scratch` says, and launches the path. `Table` is the one-block path's length
 /// table, `Lookback::kPolicy` the multi-block policy.
 template <template <class, bool, bool> class Problem, class T, class Table, class Lookback>
-Status run(const typename Problem<T, false, false>::Params& p, bool reverse, bool vector,
-           Path path, const Scratch& scratch, cudaStream_t stream) {
+Status run(const typename Problem<T, false, false>::Params& p, bool reverse, bool vector, Path path,
+           const Scratch& scratch, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
   Plan plan;
-  if (Status st = make_plan<C, kVec, Lookback>(p.sequences, p.length, path, scratch.mode != Scratch::kNone,
-                                        plan);
+  if (Status st = make_plan<C, kVec, Lookback>(p.sequences, p.length, path,
+                                               scratch.mode != Scratch::kNone, plan);
       !st.ok())
     return st;
   if (scratch.mode == Scratch::kQuery) {
