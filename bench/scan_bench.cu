@@ -742,7 +742,7 @@ std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
           return cuda_check(
               ascan::detail::launch_lookback<ascan::detail::BackwardProblem<T, false, true>,
                                              Candidate>(params, g_ws.scratch, plan.tiles,
-                                                        g_gpu.stream),
+                                                        plan.groups, g_gpu.stream),
               "launch_lookback");
         },
         ms);
@@ -753,7 +753,7 @@ std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
         return cuda_check(
             ascan::detail::launch_lookback<ascan::detail::ForwardProblem<T, false, true>,
                                            Candidate>(params, g_ws.scratch, plan.tiles,
-                                                      g_gpu.stream),
+                                                      plan.groups, g_gpu.stream),
             "launch_lookback");
       },
       ms);

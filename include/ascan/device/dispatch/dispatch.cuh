@@ -53,7 +53,8 @@ struct Scratch {
 /// The path and scratch of a call.
 struct Plan {
   bool multi_block = false;
-  int64_t tiles = 0;  ///< multi-block: an upper bound on the tiles (sequences * chunks)
+  int64_t tiles = 0;   ///< multi-block: an upper bound on the tiles (sequences * chunks)
+  int64_t groups = 0;  ///< multi-block: an upper bound on the groups of tiles
   size_t bytes = 0;   ///< scratch bytes needed (0 on the one-block path)
 };
 
@@ -89,24 +90,27 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   }
   plan.multi_block = true;
   plan.tiles = sequences * chunks;
-  plan.bytes = TileStates<C>::bytes(plan.tiles);
+  plan.groups = sequences * ceil_div(chunks, kTilesPerGroup);
+  plan.bytes = TileStates<C>::bytes(plan.tiles, plan.groups);
   return Status::success();
 }
 
 /// Zeroes the tile states' status words and launches the multi-block kernel, one block per tile.
+/// `tiles` and `groups` are the plan's bounds, which the workspace was carved for.
 template <class Problem, class Lookback>
 cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, int64_t tiles,
-                            cudaStream_t stream) {
+                            int64_t groups, cudaStream_t stream) {
   constexpr LookbackPolicy P = Lookback::kPolicy;
   using C = typename Problem::C;
   constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
   const int64_t chunks = ceil_div(p.span_bound, P.tile());
-  const TileStates<C> states = TileStates<C>::carve(workspace, tiles);
+  const TileStates<C> states = TileStates<C>::carve(workspace, tiles, groups);
   cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
-                                  TileStates<C>::reset_bytes(tiles), stream);
+                                  TileStates<C>::reset_bytes(tiles, groups), stream);
   if (e != cudaSuccess) return e;
   lookback_kernel<Problem, P.threads, P.items, kMinBlocks>
-      <<<static_cast<unsigned>(p.sequences * chunks), P.threads, 0, stream>>>(p, states, chunks);
+      <<<static_cast<unsigned>(p.sequences * chunks), P.threads, 0, stream>>>(
+          p, states, chunks, ceil_div(chunks, kTilesPerGroup));
   return cudaGetLastError();
 }
 
@@ -114,12 +118,13 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
 template <template <class, bool, bool> class Problem, class T, class Lookback>
 cudaError_t launch_lookback(bool reverse, bool vector,
                             const typename Problem<T, false, false>::Params& p, void* workspace,
-                            int64_t tiles, cudaStream_t stream) {
+                            const Plan& plan, cudaStream_t stream) {
+  const int64_t t = plan.tiles, g = plan.groups;
   if (reverse)
-    return vector ? launch_lookback<Problem<T, true, true>, Lookback>(p, workspace, tiles, stream)
-                  : launch_lookback<Problem<T, true, false>, Lookback>(p, workspace, tiles, stream);
-  return vector ? launch_lookback<Problem<T, false, true>, Lookback>(p, workspace, tiles, stream)
-                : launch_lookback<Problem<T, false, false>, Lookback>(p, workspace, tiles, stream);
+    return vector ? launch_lookback<Problem<T, true, true>, Lookback>(p, workspace, t, g, stream)
+                  : launch_lookback<Problem<T, true, false>, Lookback>(p, workspace, t, g, stream);
+  return vector ? launch_lookback<Problem<T, false, true>, Lookback>(p, workspace, t, g, stream)
+                : launch_lookback<Problem<T, false, false>, Lookback>(p, workspace, t, g, stream);
 }
 
 /// Runs a validated, non-empty call of `Problem<T, reverse, vector>`: plans it, handles its
@@ -154,7 +159,7 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
 
   cudaError_t e;
   if (plan.multi_block) {
-    e = launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan.tiles, stream);
+    e = launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan, stream);
   } else {
     const int row = select_policy<sizeof(T), Table>(p.span_bound);
     e = launch_scan_row<Problem, T, Table>(row, reverse, vector, p, stream);

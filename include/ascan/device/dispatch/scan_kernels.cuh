@@ -60,21 +60,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 }
 
 /// Multi-block kernel: block b scans tile b of the workspace's tile states, which is tile k =
-/// b % chunks (in scan order) of sequence b / chunks. Per tile: load, scan the block's pairs,
-/// publish the aggregate, look back for the state before the tile (warp 0), publish the state
-/// after it, and store. The first tile of a sequence starts from the initial carry; the last one
-/// hands the final carry to Problem::finish.
+/// b % chunks (in scan order) of sequence b / chunks, whose `groups` groups of tiles start at
+/// group (b / chunks) * groups. Per tile: load, scan the block's pairs, look back for the state
+/// before the tile (warp 0; it publishes the tile's aggregate and, at the end of a group, the
+/// group's), and store. The last tile of a sequence hands the final carry to Problem::finish.
 ///
 /// A block waits only on lower-numbered blocks, which the hardware starts first (blocks are
 /// dispatched in index order; CUB's single-pass scan rests on the same fact), so the look-back
-/// always makes progress. Two designs measured worse on the H200 and were dropped: taking tile
-/// indices from an atomic counter serialised every tile on that one address (about 30 ns per
-/// tile whatever the shape: 0.34 of the copy), and taking the next tile before looking back for
-/// the current one made every tile's aggregate wait on an earlier look-back (0.15-0.2).
+/// always makes progress. Taking the next tile before looking back for the current one (to keep
+/// loads in flight) made every tile's aggregate wait on an earlier look-back and measured 0.15-
+/// 0.2 of the copy on the H200; it was dropped.
 template <class Problem, int kThreads, int kItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
-                    const int64_t chunks) {
+                    const int64_t chunks, const int64_t groups) {
   using C = typename Problem::C;
   constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
@@ -107,18 +106,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   group.exclusive_scan(aggregate, exclusive, tile_map);
 
   if (rank < kWarpThreads) {
-    C entering;
-    if (k == 0) {
-      entering = problem.initial_carry(p);
-    } else {
-      if (rank == 0) publish_aggregate(tiles, tile, tile_map);
-      entering = look_back(tiles, tile - k, tile);
-    }
+    const C entering = chunks == 1 ? problem.initial_carry(p)
+                                   : look_back(tiles, tile - k, seq * groups, k, tile_map,
+                                               k < kTilesPerGroup ? problem.initial_carry(p) : C(0));
     if (rank == 0) {
-      const C after = advance_state(tile_map, entering);
-      publish_inclusive(tiles, tile, after);
       entering_slot = entering;
-      if (k == chunks - 1) problem.finish(p, after);
+      if (k == chunks - 1) problem.finish(p, advance_state(tile_map, entering));
     }
   }
   __syncthreads();
