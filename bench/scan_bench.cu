@@ -682,25 +682,26 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
 // The multi-block sweeps (--ascan_tune_multi). Path rows force one path of the library's
 // dispatch (default tables); lookback rows run one candidate tile shape of the multi-block kernel
 // (forward direction, vector path) to choose LookbackTuning.
-template <class T, int kThreads, int kVectors, int kMinBlocks>
+template <class T, int kThreads, int kVectors, int kMinBlocks, bool kReload = true>
 struct LookbackCandidate {
   static constexpr ascan::detail::LookbackPolicy kPolicy{kThreads, kVectors * 16 / int(sizeof(T)),
-                                                         kMinBlocks, 4};
+                                                         kMinBlocks, 4, kReload};
   static std::string name() {
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
-           std::to_string(kMinBlocks);
+           std::to_string(kMinBlocks) + (kReload ? "_reload" : "_hold");
   }
 };
 template <class T>
 using ForwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 4, 2>, LookbackCandidate<T, 256, 4, 3>,
-               LookbackCandidate<T, 128, 4, 5>, LookbackCandidate<T, 256, 2, 4>,
-               LookbackCandidate<T, 512, 2, 2>, LookbackCandidate<T, 128, 8, 2>>;
+    std::tuple<LookbackCandidate<T, 256, 4, 2, false>, LookbackCandidate<T, 256, 4, 3>,
+               LookbackCandidate<T, 256, 4, 4>, LookbackCandidate<T, 128, 4, 6>,
+               LookbackCandidate<T, 128, 4, 8>, LookbackCandidate<T, 128, 8, 4>,
+               LookbackCandidate<T, 256, 2, 6>>;
 template <class T>
 using BackwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 2, 2>, LookbackCandidate<T, 256, 2, 3>,
-               LookbackCandidate<T, 128, 2, 5>, LookbackCandidate<T, 256, 1, 4>,
-               LookbackCandidate<T, 128, 4, 3>, LookbackCandidate<T, 512, 1, 2>>;
+    std::tuple<LookbackCandidate<T, 256, 2, 2, false>, LookbackCandidate<T, 256, 2, 3>,
+               LookbackCandidate<T, 256, 2, 4>, LookbackCandidate<T, 128, 2, 8>,
+               LookbackCandidate<T, 128, 4, 4>, LookbackCandidate<T, 256, 1, 6>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {

@@ -37,56 +37,63 @@
 namespace ascan {
 namespace detail {
 
-/// What a tile or a group of tiles has published.
+/// What a tile or a group of tiles has published (0: nothing yet; the records are zeroed before
+/// a launch).
 enum TileStatus : uint32_t {
-  kTileEmpty = 0,      ///< nothing yet (status words are zeroed before a launch)
+  kTileEmpty = 0,
   kTileAggregate = 1,  ///< its aggregate
-  kTileInclusive = 2,  ///< (groups) also the state after it
+  kTileInclusive = 2,  ///< (groups) its aggregate and the state after it
 };
 
 /// Tiles per group: one per lane of the warp that looks back.
 constexpr int kTilesPerGroup = 32;
 
-/// The scratch of the multi-block path, carved from the caller's workspace: per tile a status
-/// word and an aggregate; per group of kTilesPerGroup tiles a status word, an aggregate and the
-/// state after it. Only the status words must be zero at launch (they come first, reset_bytes);
-/// the values are written before the status that announces them.
+/// What a tile publishes: its aggregate. For float the status shares the 16-byte word, which is
+/// written and read with one vector access, so no fence orders the two (CUB's ScanTileState does
+/// the same for values of up to 8 bytes); for double the status is a separate word, written with
+/// release semantics after the aggregate and read with acquire semantics before it.
+template <class C>
+struct alignas(16) TileRecord {
+  Affine<C> aggregate;
+  uint32_t status;
+};
+/// What a group of tiles publishes: its aggregate, then also the state after it (same rules).
+template <class C>
+struct alignas(16) GroupRecord {
+  Affine<C> aggregate;
+  C state;
+  uint32_t status;
+};
+static_assert(sizeof(TileRecord<float>) == 16 && sizeof(GroupRecord<float>) == 16,
+              "a float record is one 16-byte word");
+
+/// The scratch of the multi-block path, carved from the caller's workspace: one record per tile
+/// and one per group of kTilesPerGroup tiles. All of it is zeroed before a launch (reset_bytes).
 template <class C>
 struct TileStates {
-  uint32_t* status;
-  uint32_t* group_status;
-  Affine<C>* aggregate;
-  Affine<C>* group_aggregate;
-  C* group_inclusive;
+  TileRecord<C>* tiles;
+  GroupRecord<C>* groups;
 
   static constexpr size_t kAlign = 16;
-  static constexpr size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-  /// Bytes of status words at the (aligned) start of the workspace.
+  /// Bytes of records at the (aligned) start of the workspace.
   static constexpr size_t reset_bytes(int64_t tiles, int64_t groups) {
-    return static_cast<size_t>(tiles + groups) * sizeof(uint32_t);
+    return static_cast<size_t>(tiles) * sizeof(TileRecord<C>) +
+           static_cast<size_t>(groups) * sizeof(GroupRecord<C>);
   }
   /// Bytes of workspace, with room to align a workspace of any alignment.
   static constexpr size_t bytes(int64_t tiles, int64_t groups) {
-    return kAlign - 1 + align_up(reset_bytes(tiles, groups)) +
-           align_up(static_cast<size_t>(tiles + groups) * sizeof(Affine<C>)) +
-           static_cast<size_t>(groups) * sizeof(C);
+    return kAlign - 1 + reset_bytes(tiles, groups);
   }
   /// The aligned start of a workspace.
   static void* align(void* workspace) {
     const auto p = reinterpret_cast<uintptr_t>(workspace);
     return reinterpret_cast<void*>((p + kAlign - 1) / kAlign * kAlign);
   }
-  /// Carves the arrays from a workspace of at least bytes(tiles, groups) bytes.
+  /// Carves the records from a workspace of at least bytes(tiles, groups) bytes.
   static TileStates carve(void* workspace, int64_t tiles, int64_t groups) {
-    char* p = static_cast<char*>(align(workspace));
     TileStates s;
-    s.status = reinterpret_cast<uint32_t*>(p);
-    s.group_status = s.status + tiles;
-    p += align_up(reset_bytes(tiles, groups));
-    s.aggregate = reinterpret_cast<Affine<C>*>(p);
-    s.group_aggregate = s.aggregate + tiles;
-    p += align_up(static_cast<size_t>(tiles + groups) * sizeof(Affine<C>));
-    s.group_inclusive = reinterpret_cast<C*>(p);
+    s.tiles = static_cast<TileRecord<C>*>(align(workspace));
+    s.groups = reinterpret_cast<GroupRecord<C>*>(s.tiles + tiles);
     return s;
   }
 };
@@ -101,9 +108,23 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
 __device__ __forceinline__ void store_release(uint32_t* p, uint32_t v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ void store_relaxed_16(void* p, uint32_t x, uint32_t y, uint32_t z,
+                                                 uint32_t w) {
+  asm volatile("st.relaxed.gpu.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(x), "r"(y),
+               "r"(z), "r"(w)
+               : "memory");
+}
+__device__ __forceinline__ uint4 load_relaxed_16(const void* p) {
+  uint4 v;
+  asm volatile("ld.relaxed.gpu.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
 
-/// The state after one tile from the state before it: exactly one fused multiply-add, the same
-/// instruction wherever a tile's state is derived (see "Determinism" above).
+/// The state after one tile (or group) from the state before it: exactly one fused multiply-add,
+/// the same instruction wherever a state is derived (see "Determinism" above).
 __device__ __forceinline__ float advance_state(const Affine<float>& f, float s) {
   return __fmaf_rn(f.a, s, f.b);
 }
@@ -111,111 +132,174 @@ __device__ __forceinline__ double advance_state(const Affine<double>& f, double 
   return __fma_rn(f.a, s, f.b);
 }
 
-/// Publishes an aggregate (one thread).
-template <class C>
-__device__ __forceinline__ void publish_aggregate(uint32_t* status, Affine<C>* slot,
-                                                  const Affine<C>& aggregate) {
-  *slot = aggregate;
-  store_release(status, kTileAggregate);
+/// Publishes a tile's aggregate (one thread).
+__device__ __forceinline__ void publish(TileRecord<float>* r, const Affine<float>& f) {
+  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), kTileAggregate, 0u);
+}
+__device__ __forceinline__ void publish(TileRecord<double>* r, const Affine<double>& f) {
+  r->aggregate = f;
+  store_release(&r->status, kTileAggregate);
+}
+/// Publishes a group's aggregate, and with kTileInclusive the state after it (one thread).
+__device__ __forceinline__ void publish(GroupRecord<float>* r, const Affine<float>& f, float state,
+                                        uint32_t status) {
+  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), __float_as_uint(state), status);
+}
+__device__ __forceinline__ void publish(GroupRecord<double>* r, const Affine<double>& f,
+                                        double state, uint32_t status) {
+  r->aggregate = f;
+  r->state = state;
+  store_release(&r->status, status);
 }
 
-/// Publishes the state after a group (one thread).
-template <class C>
-__device__ __forceinline__ void publish_inclusive(uint32_t* status, C* slot, C state) {
-  *slot = state;
-  store_release(status, kTileInclusive);
+/// Reads a tile's aggregate into `f` if it is published; returns whether it was.
+__device__ __forceinline__ bool try_read(const TileRecord<float>* r, Affine<float>& f) {
+  const uint4 v = load_relaxed_16(r);
+  if (v.z == kTileEmpty) return false;
+  f = {__uint_as_float(v.x), __uint_as_float(v.y)};
+  return true;
+}
+__device__ __forceinline__ bool try_read(const TileRecord<double>* r, Affine<double>& f) {
+  if (load_acquire(&r->status) == kTileEmpty) return false;
+  f = r->aggregate;
+  return true;
+}
+/// Reads a group's record if anything is published; returns its status.
+__device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, Affine<float>& f,
+                                             float& state) {
+  const uint4 v = load_relaxed_16(r);
+  if (v.w != kTileEmpty) {
+    f = {__uint_as_float(v.x), __uint_as_float(v.y)};
+    state = __uint_as_float(v.z);
+  }
+  return v.w;
+}
+__device__ __forceinline__ uint32_t try_read(const GroupRecord<double>* r, Affine<double>& f,
+                                             double& state) {
+  const uint32_t status = load_acquire(&r->status);
+  if (status != kTileEmpty) {
+    f = r->aggregate;
+    state = r->state;
+  }
+  return status;
 }
 
-/// An aggregate, once published.
-template <class C>
-__device__ __forceinline__ Affine<C> wait_aggregate(const uint32_t* status,
-                                                    const Affine<C>* slot) {
-  while (load_acquire(status) == kTileEmpty) __nanosleep(20);
-  return *slot;
-}
-
-/// The state before group `group`, whose sequence's first group is `first` (< group). Called by
-/// all 32 lanes of one warp; every lane returns the state. Lane l watches group hi-1-l of a
-/// window of 32 predecessors, spinning until it has published at least its aggregate.
-template <class C>
-__device__ __forceinline__ C look_back_groups(const TileStates<C>& s, int64_t first,
-                                              int64_t group) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-  // 1. Walk back window by window to the nearest group with its state published.
-  int64_t hi = group;
-  Affine<C> mine = affine_identity<C>();
-  C state = C(0);
-  int nearest = 0;
+/// Called by all lanes of a warp: spins until every lane's `ready` is true, calling `poll()` on
+/// the lanes whose is not (poll issues its loads and updates `ready`).
+template <class Poll>
+__device__ __forceinline__ void poll_all(bool& ready, const Poll& poll) {
   for (;;) {
-    const int64_t g = hi - 1 - lane;
-    uint32_t status = kTileEmpty;
-    C inclusive = C(0);
-    if (g >= first) {
-      while ((status = load_acquire(s.group_status + g)) == kTileEmpty) __nanosleep(20);
-      mine = s.group_aggregate[g];
-      if (status == kTileInclusive) inclusive = s.group_inclusive[g];
-    }
-    const unsigned found = __ballot_sync(0xffffffffu, status == kTileInclusive);
-    if (found != 0) {
-      nearest = __ffs(found) - 1;
-      state = __shfl_sync(0xffffffffu, inclusive, nearest);
-      break;
-    }
-    // The first group publishes its state at once (never an aggregate alone), so the window that
-    // reaches it finds a state; poll that window again rather than walk past the sequence's start.
-    if (hi - kWarpThreads > first) hi -= kWarpThreads;
+    if (!ready) poll();
+    if (__all_sync(0xffffffffu, ready)) return;
+    __nanosleep(32);
   }
-  // 2. Fold, earliest first, the aggregates of the groups after it: lanes nearest-1 .. 0 of its
-  // window, then every lane of each later window, read again.
-  for (int l = nearest - 1; l >= 0; --l)
-    state = advance_state(lane_group_broadcast<kWarpThreads>(mine, l), state);
-  for (hi += kWarpThreads; hi <= group; hi += kWarpThreads) {
-    mine = wait_aggregate(s.group_status + (hi - 1 - lane), s.group_aggregate + (hi - 1 - lane));
-    for (int l = kWarpThreads - 1; l >= 0; --l)
-      state = advance_state(lane_group_broadcast<kWarpThreads>(mine, l), state);
-  }
-  return state;
 }
 
-/// The state entering tile k (in scan order) of a sequence whose tile 0 is `first_tile` and
-/// group 0 `first_group`, given the tile's own aggregate and the sequence's initial carry; the
-/// tile's aggregate is published, and, when it closes a group, the group's aggregate and state.
-/// Called by all 32 lanes of one warp; every lane returns the state.
+/// The state after group `last` of a sequence whose first group is `first` (first <= last),
+/// from a window of 32 groups already read: lane l holds group last-l (`status` 0 where nothing
+/// was published or the group precedes `first`). Walks back to the nearest group with its state
+/// published and folds the aggregates of the groups after it, earliest first, one fma each.
+/// All 32 lanes call it; every lane returns the state.
+template <class C>
+__device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t first,
+                                                int64_t last, Affine<C> map, C state,
+                                                uint32_t status) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
+  int64_t top = last;  // the window holds groups top-31 .. top
+  unsigned found = __ballot_sync(0xffffffffu, status == kTileInclusive);
+  // Rare: no state in the first window. The first group publishes its state at once (never an
+  // aggregate alone), so a window that reaches it finds one; walk back until one does.
+  while (found == 0 && top - kWarpThreads >= first) {
+    top -= kWarpThreads;
+    const int64_t g = top - lane;
+    bool ready = g < first;
+    status = kTileEmpty;
+    poll_all(ready, [&] { ready = (status = try_read(s.groups + g, map, state)) != kTileEmpty; });
+    found = __ballot_sync(0xffffffffu, status == kTileInclusive);
+  }
+  const int nearest = __ffs(found) - 1;
+  C result = __shfl_sync(0xffffffffu, state, nearest);
+  for (int l = nearest - 1; l >= 0; --l)
+    result = advance_state(lane_group_broadcast<kWarpThreads>(map, l), result);
+  // Fold the later windows, read again (every group in them has published at least its
+  // aggregate: this lane, or its neighbours, saw it above).
+  for (top += kWarpThreads; top <= last; top += kWarpThreads) {
+    const int64_t g = top - lane;
+    bool ready = false;
+    C unused;
+    poll_all(ready, [&] { ready = try_read(s.groups + g, map, unused) != kTileEmpty; });
+    for (int l = kWarpThreads - 1; l >= 0; --l)
+      result = advance_state(lane_group_broadcast<kWarpThreads>(map, l), result);
+  }
+  return result;
+}
+
+/// The state entering tile k (in scan order) of a sequence whose tile 0 is `first_tile`, group 0
+/// `first_group` and initial carry `initial`, given the tile's own aggregate `own`. Publishes the
+/// tile's aggregate and, when the tile closes a group, the group's aggregate and state. Called
+/// by all 32 lanes of one warp; every lane returns the state.
+///
+/// Tile 32m+i reads, in one round of loads: the aggregates of tiles 32m .. 32m+i-1 (the map in
+/// front of it within its group), those of all 32 tiles of group m-1 (G(m-1), by the same
+/// fixed-shape scan as the tile that closes group m-1 uses, so bitwise the same map), and the
+/// records of groups m-33 .. m-2 (for the state B(m-2) before group m-1). It then waits on no
+/// look-back of another tile, only on aggregates, which every tile publishes as soon as it has
+/// scanned its elements. A closing tile publishes its group's aggregate before it reads earlier
+/// groups, so that no group's aggregate waits on a look-back either.
 template <class C>
 __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_tile,
                                        int64_t first_group, int64_t k, const Affine<C>& own,
                                        C initial) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-  const int64_t tile = first_tile + k;
   const int64_t m = k / kTilesPerGroup;
   const int i = static_cast<int>(k % kTilesPerGroup);
-  if (lane == 0) publish_aggregate(s.status + tile, s.aggregate + tile, own);
-  // The map in front of the tile within its group: a scan over the group's aggregates, lane l
-  // holding tile 32m+l (this tile's own at lane i, identities above it).
-  Affine<C> x = affine_identity<C>();
-  if (lane < i)
-    x = wait_aggregate(s.status + (tile - i + lane), s.aggregate + (tile - i + lane));
-  else if (lane == i)
-    x = own;
-  const Affine<C> inclusive = lane_group_inclusive_scan<kWarpThreads, false>(x, lane);
-  const Affine<C> in_front = i > 0 ? lane_group_broadcast<kWarpThreads>(inclusive, i - 1)
-                                   : affine_identity<C>();
   const bool closes = i == kTilesPerGroup - 1;
-  const int64_t group = first_group + m;
-  const Affine<C> group_map = lane_group_broadcast<kWarpThreads>(inclusive, kWarpThreads - 1);
-  // A closing tile publishes its group's aggregate before it looks back (later groups must never
-  // wait on a look-back), except the first group, whose state it knows at once: that one goes out
-  // with its state in one release (readers rely on the first group never showing an aggregate
-  // alone; see look_back_groups).
-  if (closes && lane == 0 && m > 0)
-    publish_aggregate(s.group_status + group, s.group_aggregate + group, group_map);
-  const C before_group = m == 0 ? initial : look_back_groups(s, first_group, group);
-  if (closes && lane == 0) {
-    if (m == 0) s.group_aggregate[group] = group_map;
-    publish_inclusive(s.group_status + group, s.group_inclusive + group,
-                      advance_state(group_map, before_group));
+  const TileRecord<C>* group_tiles = s.tiles + first_tile + m * kTilesPerGroup;
+  if (lane == 0) publish(s.tiles + first_tile + k, own);
+
+  // Lane l: x = tile 32m+l of this group (lanes < i; this tile's own at lane i; identity above),
+  // y = tile 32(m-1)+l, and group m-2-l's record.
+  Affine<C> x = lane == i ? own : affine_identity<C>();
+  Affine<C> y = affine_identity<C>(), map = affine_identity<C>();
+  C state = C(0);
+  uint32_t status = kTileEmpty;
+  const int64_t g = first_group + m - 2 - lane;
+  bool have_x = lane >= i, have_y = m < 1, have_g = m < 2 || g < first_group;
+  Affine<C> group_map = affine_identity<C>();
+  if (closes) {
+    poll_all(have_x, [&] { have_x = try_read(group_tiles + lane, x); });
+    group_map = lane_group_broadcast<kWarpThreads>(
+        lane_group_inclusive_scan<kWarpThreads, false>(x, lane), kWarpThreads - 1);
+    if (lane == 0) {
+      if (m == 0)  // the first group goes out with its state at once (see state_after_groups)
+        publish(s.groups + first_group, group_map, advance_state(group_map, initial),
+                kTileInclusive);
+      else
+        publish(s.groups + first_group + m, group_map, C(0), kTileAggregate);
+    }
   }
-  return i > 0 ? advance_state(in_front, before_group) : before_group;
+  bool ready = have_x && have_y && have_g;
+  poll_all(ready, [&] {
+    if (!have_x) have_x = try_read(group_tiles + lane, x);
+    if (!have_y) have_y = try_read(group_tiles - kTilesPerGroup + lane, y);
+    if (!have_g) have_g = (status = try_read(s.groups + g, map, state)) != kTileEmpty;
+    ready = have_x && have_y && have_g;
+  });
+
+  const Affine<C> in_group = lane_group_inclusive_scan<kWarpThreads, false>(x, lane);
+  C before = initial;  // the state before group m: B(m-1)
+  if (m >= 1) {
+    const C before_previous =
+        m == 1 ? initial : state_after_groups(s, first_group, first_group + m - 2, map, state, status);
+    const Affine<C> previous_map = lane_group_broadcast<kWarpThreads>(
+        lane_group_inclusive_scan<kWarpThreads, false>(y, lane), kWarpThreads - 1);
+    before = advance_state(previous_map, before_previous);
+  }
+  if (closes && lane == 0 && m >= 1)
+    publish(s.groups + first_group + m, group_map, advance_state(group_map, before),
+            kTileInclusive);
+  return i > 0 ? advance_state(lane_group_broadcast<kWarpThreads>(in_group, i - 1), before)
+               : before;
 }
 
 #endif  // __CUDACC__

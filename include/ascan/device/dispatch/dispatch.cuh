@@ -108,7 +108,7 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
   cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
                                   TileStates<C>::reset_bytes(tiles, groups), stream);
   if (e != cudaSuccess) return e;
-  lookback_kernel<Problem, P.threads, P.items, kMinBlocks>
+  lookback_kernel<Problem, P.threads, P.items, kMinBlocks, P.reload>
       <<<static_cast<unsigned>(p.sequences * chunks), P.threads, 0, stream>>>(
           p, states, chunks, ceil_div(chunks, kTilesPerGroup));
   return cudaGetLastError();

@@ -176,6 +176,10 @@ struct LookbackPolicy {
   int items;    ///< elements per thread per tile (whole 16-byte vectors)
   int min_blocks;
   double max_sequences_per_sm;
+  /// Hold only the runs' prefix maps across the look-back and load the tile again (from L2)
+  /// to scan it, instead of holding its pairs in registers: fewer registers, more blocks per
+  /// multiprocessor, more loads in flight.
+  bool reload = false;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
