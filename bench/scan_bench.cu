@@ -682,26 +682,30 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
 // The multi-block sweeps (--ascan_tune_multi). Path rows force one path of the library's
 // dispatch (default tables); lookback rows run one candidate tile shape of the multi-block kernel
 // (forward direction, vector path) to choose LookbackTuning.
-template <class T, int kThreads, int kVectors, int kMinBlocks, bool kReload = true>
+using ascan::detail::LookbackHold;
+template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold>
 struct LookbackCandidate {
   static constexpr ascan::detail::LookbackPolicy kPolicy{kThreads, kVectors * 16 / int(sizeof(T)),
-                                                         kMinBlocks, 4, kReload};
+                                                         kMinBlocks, 4, kHold};
   static std::string name() {
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
-           std::to_string(kMinBlocks) + (kReload ? "_reload" : "_hold");
+           std::to_string(kMinBlocks) +
+           (kHold == LookbackHold::kRegisters ? "_registers"
+            : kHold == LookbackHold::kReload  ? "_reload"
+                                              : "_shared");
   }
 };
+constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared;
 template <class T>
 using ForwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 4, 2, false>, LookbackCandidate<T, 256, 4, 3>,
-               LookbackCandidate<T, 256, 4, 4>, LookbackCandidate<T, 128, 4, 6>,
-               LookbackCandidate<T, 128, 4, 8>, LookbackCandidate<T, 128, 8, 4>,
-               LookbackCandidate<T, 256, 2, 6>>;
+    std::tuple<LookbackCandidate<T, 256, 4, 4, kReload>, LookbackCandidate<T, 256, 4, 4, kShared>,
+               LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 256, 4, 6, kShared>,
+               LookbackCandidate<T, 128, 4, 10, kShared>, LookbackCandidate<T, 256, 2, 8, kShared>>;
 template <class T>
 using BackwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 2, 2, false>, LookbackCandidate<T, 256, 2, 3>,
-               LookbackCandidate<T, 256, 2, 4>, LookbackCandidate<T, 128, 2, 8>,
-               LookbackCandidate<T, 128, 4, 4>, LookbackCandidate<T, 256, 1, 6>>;
+    std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 256, 2, 4, kShared>,
+               LookbackCandidate<T, 256, 2, 5, kShared>, LookbackCandidate<T, 256, 2, 6, kShared>,
+               LookbackCandidate<T, 128, 4, 5, kShared>, LookbackCandidate<T, 128, 2, 10, kShared>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {
@@ -726,7 +730,7 @@ std::string measure_path(const Extent& shape, bool backward, int row, double* ms
       ms);
 }
 
-template <class T, class Candidate>
+template <class T, class Candidate, bool kBackward>
 std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
   using C = ascan::compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
@@ -736,7 +740,8 @@ std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
   if (!st.ok()) return st.message;
   if (std::string err = ensure_scratch(plan.bytes); !err.empty()) return err;
   bool vector = false;
-  if (backward) {
+  if (backward != kBackward) return "candidate registered for the other direction";
+  if constexpr (kBackward) {
     const auto params = ascan::detail::make_backward_params(backward_args<T>(shape, false), vector);
     return time_median(
         [&] {
@@ -747,17 +752,18 @@ std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
               "launch_lookback");
         },
         ms);
+  } else {
+    const auto params = ascan::detail::make_params(forward_args<T>(shape, false, false), vector);
+    return time_median(
+        [&] {
+          return cuda_check(
+              ascan::detail::launch_lookback<ascan::detail::ForwardProblem<T, false, true>,
+                                             Candidate>(params, g_ws.scratch, plan.tiles,
+                                                        plan.groups, g_gpu.stream),
+              "launch_lookback");
+        },
+        ms);
   }
-  const auto params = ascan::detail::make_params(forward_args<T>(shape, false, false), vector);
-  return time_median(
-      [&] {
-        return cuda_check(
-            ascan::detail::launch_lookback<ascan::detail::ForwardProblem<T, false, true>,
-                                           Candidate>(params, g_ws.scratch, plan.tiles,
-                                                      plan.groups, g_gpu.stream),
-            "launch_lookback");
-      },
-      ms);
 }
 
 template <class T>
@@ -963,19 +969,19 @@ void register_multi_tuning(const GridRow& row, bool crossover) {
       reg("path/" + case_name + "/multi_block", Op::kPath, 1, nullptr);
       return;
     }
-    auto each = [&](auto candidates) {
+    auto each = [&](auto candidates, auto direction) {
       std::apply(
           [&](auto... c) {
             (reg("tune/" + case_name + "/" + decltype(c)::name(), Op::kLookback, -1,
-                 &measure_lookback<T, decltype(c)>),
+                 &measure_lookback<T, decltype(c), decltype(direction)::value>),
              ...);
           },
           candidates);
     };
     if (backward)
-      each(BackwardCandidates<T>{});
+      each(BackwardCandidates<T>{}, std::true_type{});
     else
-      each(ForwardCandidates<T>{});
+      each(ForwardCandidates<T>{}, std::false_type{});
   }
 }
 

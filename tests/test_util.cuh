@@ -411,9 +411,12 @@ inline const char* via_name(Via v) {
 
 /// A multi-block tile of 64 threads x 2 vectors (512 floats, 1024 16-bit elements, 256
 /// doubles): two warps and two runs, so the block scan's every step is exercised.
-template <int kBytes>
+template <int kBytes, bool kBackward>
 struct SmallLookback {
-  static constexpr detail::LookbackPolicy kPolicy{64, 2 * 16 / kBytes, 1, 4};
+  // The library's choice of where a tile's elements wait during the look-back, so that the forced
+  // cases run the code the long shapes run.
+  static constexpr detail::LookbackPolicy kPolicy{
+      64, 2 * 16 / kBytes, 1, 4, detail::LookbackTuning<kBytes, kBackward>::kPolicy.hold};
 };
 
 /// The public entry points of the forward and backward pass under one name.
@@ -444,12 +447,12 @@ Status entry(const ScanBackwardArgs<T>& a, MallocAsync m, cudaStream_t s) {
 /// The multi-block path forced with SmallLookback (two-phase, like the public overload).
 template <class T>
 Status entry_small_tiles(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
-  return detail::scan_with<T, detail::ScanTuning<sizeof(T)>, SmallLookback<sizeof(T)>>(
+  return detail::scan_with<T, detail::ScanTuning<sizeof(T)>, SmallLookback<sizeof(T), false>>(
       a, detail::Scratch::two_phase(w, bytes), s, detail::Path::kMultiBlock);
 }
 template <class T>
 Status entry_small_tiles(const ScanBackwardArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
-  return detail::scan_backward_with<T, detail::BackwardTuning<sizeof(T)>, SmallLookback<sizeof(T)>>(
+  return detail::scan_backward_with<T, detail::BackwardTuning<sizeof(T)>, SmallLookback<sizeof(T), true>>(
       a, detail::Scratch::two_phase(w, bytes), s, detail::Path::kMultiBlock);
 }
 

@@ -99,6 +99,16 @@ struct BackwardProblem {
       r.x_edge = xe >= lo && xe < hi ? to_compute<C>(x[xe]) : h0;
   }
 
+  /// Loads the elements at positions v .. v+kVec-1 again, keeping the edge elements read by
+  /// load: a neighbouring tile may have written its gradients over those since (grad_gates may
+  /// be exactly states), never over this tile's own positions (the multi-block path's
+  /// LookbackHold::kReload).
+  __device__ __forceinline__ void reload(Loaded& r, int64_t v) const {
+    load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
+    load_vector<kVec>(x, v, lo, hi, r.x, to_storage<T>(h0));
+    load_vector<kVec>(g, v, lo, hi, r.g, to_storage<T>(C(0)));
+  }
+
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, Work& w) const {
     // The neighbours' edge elements, by shuffle; lanes at the edge keep what they read.
     const C a_low = to_compute<C>(r.a[0]), a_high = to_compute<C>(r.a[kVec - 1]);

@@ -103,12 +103,15 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
   constexpr LookbackPolicy P = Lookback::kPolicy;
   using C = typename Problem::C;
   constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
+  // The scalar path holds kVec times more runs, too many for shared memory: it reloads instead.
+  constexpr LookbackHold kHold =
+      Problem::kVec == 1 && P.hold == LookbackHold::kShared ? LookbackHold::kReload : P.hold;
   const int64_t chunks = ceil_div(p.span_bound, P.tile());
   const TileStates<C> states = TileStates<C>::carve(workspace, tiles, groups);
   cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
                                   TileStates<C>::reset_bytes(tiles, groups), stream);
   if (e != cudaSuccess) return e;
-  lookback_kernel<Problem, P.threads, P.items, kMinBlocks, P.reload>
+  lookback_kernel<Problem, P.threads, P.items, kMinBlocks, kHold>
       <<<static_cast<unsigned>(p.sequences * chunks), P.threads, 0, stream>>>(
           p, states, chunks, ceil_div(chunks, kTilesPerGroup));
   return cudaGetLastError();

@@ -70,18 +70,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 /// always makes progress. Taking the next tile before looking back for the current one (to keep
 /// loads in flight) made every tile's aggregate wait on an earlier look-back and measured 0.15-
 /// 0.2 of the copy on the H200; it was dropped.
-#ifdef ASCAN_PROFILE_LOOKBACK
-__device__ unsigned long long* g_profile;
-__device__ __forceinline__ unsigned long long prof_now() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-#define ASCAN_STAMP(i) if (threadIdx.x == 0) g_profile[blockIdx.x * 8 + (i)] = prof_now()
-#else
-#define ASCAN_STAMP(i)
-#endif
-template <class Problem, int kThreads, int kItems, int kMinBlocks, bool kReload>
+///
+/// The look-back takes longer than the tile's loads (bench/RESULTS.md has the phase profile), so
+/// throughput comes from tiles resident per multiprocessor. `kHold` says where the elements wait
+/// meanwhile: in registers (two 4096-element blocks per multiprocessor), reloaded from L2, or in
+/// shared memory (four or five blocks).
+template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
                     const int64_t chunks, const int64_t groups) {
@@ -95,6 +89,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   using Group = BlockScan<C, kThreads, kReverse, kRuns>;
   __shared__ typename Group::TempStorage storage;
   __shared__ C entering_slot;
+  constexpr bool kShared = kHold == LookbackHold::kShared;
+  __shared__ typename Problem::Loaded held[kShared ? kRuns : 1][kShared ? kThreads : 1];
   Group group(storage);
   const int rank = static_cast<int>(threadIdx.x);
   const int64_t tile = blockIdx.x;
@@ -103,7 +99,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
   const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
 
-  ASCAN_STAMP(0);
   typename Problem::Loaded loaded[kRuns];
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], origin + j * kRun);
@@ -113,16 +108,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   for (int j = 0; j < kRuns; ++j) {
     problem.convert(loaded[j], origin + j * kRun, work[j]);
     aggregate[j] = thread_reduce<kReverse>(work[j].a, work[j].b);
+    if constexpr (kShared) held[j][rank] = loaded[j];
   }
-  ASCAN_STAMP(1);
   Affine<C> exclusive[kRuns], tile_map;
   group.exclusive_scan(aggregate, exclusive, tile_map);
-  ASCAN_STAMP(2);
 
   if (rank < kWarpThreads) {
-#ifdef ASCAN_NOLB
-    const C entering = tile_map.b;
-#else
     // Only the first two groups of tiles start from the initial carry. The last tile may write
     // the final state over it (they may alias): it does so only after every earlier tile has
     // published its aggregate, and the fence orders this tile's read before its publication.
@@ -131,29 +122,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if (starts && chunks > 1) __threadfence();
     const C entering =
         chunks == 1 ? initial : look_back(tiles, tile - k, seq * groups, k, tile_map, initial);
-#endif
     if (rank == 0) {
-      ASCAN_STAMP(3);
       entering_slot = entering;
       if (k == chunks - 1) problem.finish(p, advance_state(tile_map, entering));
     }
   }
   __syncthreads();
   const C entering = entering_slot;
-  ASCAN_STAMP(4);
-  if constexpr (kReload) {  // the pairs were not kept: load them again, from L2 by now
+  if constexpr (kHold != LookbackHold::kRegisters) {  // take the elements back and convert again
 #pragma unroll
-    for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], origin + j * kRun);
+    for (int j = 0; j < kRuns; ++j) {
+      if constexpr (kShared)
+        loaded[j] = held[j][rank];
+      else
+        problem.reload(loaded[j], origin + j * kRun);  // from L2 by now
+    }
 #pragma unroll
     for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], origin + j * kRun, work[j]);
   }
-  ASCAN_STAMP(5);
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) {
     thread_scan<kReverse>(apply(exclusive[j], entering), work[j].a, work[j].b);
     problem.store(work[j], origin + j * kRun);
   }
-  ASCAN_STAMP(6);
 }
 
 /// Launches row `kRow` of `Table` for `Problem`: grid, block and template arguments from the row.

@@ -171,42 +171,61 @@ struct BackwardTuning<2> {
 /// The multi-block path (lookback_kernel): its tile shape, and when it runs. A call takes it when
 /// a sequence spans more than one of its tiles and there are fewer than `max_sequences_per_sm`
 /// sequences per multiprocessor (below that, one block per sequence leaves the GPU underfed).
+/// Where a block of the multi-block path keeps its tile's loaded elements during the look-back.
+/// The look-back waits about two L2 round trips for the previous tile's aggregate (the tiles run
+/// in step), so the path needs many tiles resident per multiprocessor to keep loads in flight;
+/// holding the elements in registers caps that at two 4096-element blocks.
+enum class LookbackHold {
+  kRegisters,  ///< in registers (the most registers per thread)
+  kReload,     ///< nowhere: loaded again after the look-back, from L2 by then
+  kShared,     ///< in shared memory, copied there after the loads land
+};
+
 struct LookbackPolicy {
   int threads;  ///< threads per block
   int items;    ///< elements per thread per tile (whole 16-byte vectors)
   int min_blocks;
   double max_sequences_per_sm;
-  /// Hold only the runs' prefix maps across the look-back and load the tile again (from L2)
-  /// to scan it, instead of holding its pairs in registers: fewer registers, more blocks per
-  /// multiprocessor, more loads in flight.
-  bool reload = false;
+  /// Where a tile's loaded elements wait while warp 0 looks back (see LookbackHold).
+  LookbackHold hold = LookbackHold::kRegisters;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
 /// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
 ///
-/// Crossover, measured on the H200 (bench --ascan_tune_multi, 2026-11-29, bench/RESULTS.md "Few
-/// long sequences"): efficiency against the same-traffic copy of each path forced, S sequences.
+/// Tile shape: 256 threads, 4 vectors per thread forward and 2 backward, 4 blocks per
+/// multiprocessor (5 for 16-bit forward), the elements reloaded from L2 after the look-back (held
+/// in shared memory for 16-bit forward). From the tile-shape sweep on the H200 (bench
+/// --ascan_tune_multi, 2026-11-29, results/multiblock_one_round_sweep.json), efficiency against
+/// the same-traffic copy on (1, 1, 2^28) / (2, 4, 2^24) (the m2-registers column from the run before,
+/// results/multiblock_one_round_reload_sweep.json):
 ///
-///                      S = 16 x 2^20   S = 128 x 2^20   S = 132 x 2^16   S = 264 x 2^16
-///   f32 forward         0.10 | 0.38     0.53 | 0.38      0.54 | 0.47      0.76 | 0.48
-///   bf16 forward        0.16 | 0.40     0.72 | 0.38      0.74 | 0.52      0.87 | 0.48
-///   f32 backward        0.10 | 0.36     0.57 | 0.37      0.59 | 0.50      0.81 | 0.47
-///   bf16 backward       0.04 | 0.32     0.22 | 0.31      0.27 | 0.42      0.42 | 0.38
-///                       (one block per sequence | multi-block)
+///                  256x4 m2 registers   256x4 m4 reload   256x4 m5 shared   128x4 m10 shared
+///   f32 forward       0.55 / 0.54          0.75 / 0.79       0.73 / 0.71       0.70 / 0.69
+///   bf16 forward      0.59 / 0.53          0.68 / 0.64       0.73 / 0.71       0.70 / 0.69
+///                  256x2 m2 registers   256x2 m4 reload   256x2 m5 shared   128x2 m10 shared
+///   f32 backward      0.46 / 0.46          0.58 / 0.58       0.60 / 0.60       0.58 / 0.58
+///   bf16 backward     0.44 / 0.44          0.54 / 0.54       0.28 / 0.28 (spills)
 ///
-/// The multi-block path is at 0.35-0.50 of the copy today (its look-back folds every tile's
-/// aggregate serially for determinism, about 30 ns per tile: see tile_lookback.cuh), so it wins
-/// only where one block per sequence is worse: below about 0.6 sequences per multiprocessor
-/// (1.5-2 for 16-bit backward, whose one-block kernel wants 8 blocks per multiprocessor).
-/// Thresholds: 0.5 per multiprocessor, 1.5 for 16-bit backward. Double: the float values (not
-/// measured).
+/// Crossover (same run): efficiency of each path forced, S sequences of 2^16 (2^20 where marked).
+///
+///                  S = 16 (2^20)   S = 132       S = 264       S = 396       S = 528
+///   f32 forward     0.10 | 0.66    0.54 | 0.68   0.76 | 0.71   0.88 | 0.73   0.93 | 0.73
+///   bf16 forward    0.16 | 0.57    0.71 | 0.65   0.94 | 0.63   0.89 | 0.66   0.80 | 0.66
+///   f32 backward    0.10 | 0.58    0.59 | 0.64   0.80 | 0.61   0.90 | 0.61   0.92 | 0.61
+///   bf16 backward   0.04 | 0.53    0.28 | 0.56   0.43 | 0.57   0.56 | 0.56   0.66 | 0.57
+///                   (one block per sequence | multi-block)
+///
+/// Thresholds (multi-block below this many sequences per multiprocessor): f32 forward 1.5,
+/// 16-bit forward 0.75, f32 backward 1.25, 16-bit backward 3 (its one-block kernel needs about 8
+/// sequences per multiprocessor). Double: the float values (not measured).
 template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   static constexpr LookbackPolicy kPolicy =
-      kBackward ? LookbackPolicy{256, 2 * V, 2, kBytes == 2 ? 1.5 : 0.5}
-                : LookbackPolicy{256, 4 * V, 2, 0.5};
+      kBackward ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 3.0 : 1.25, LookbackHold::kReload}
+      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 0.75, LookbackHold::kShared}
+                    : LookbackPolicy{256, 4 * V, 4, 1.5, LookbackHold::kReload};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
