@@ -739,31 +739,25 @@ std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
       shape.sequences(), shape.length, ascan::detail::Path::kMultiBlock, true, plan);
   if (!st.ok()) return st.message;
   if (std::string err = ensure_scratch(plan.bytes); !err.empty()) return err;
-  bool vector = false;
   if (backward != kBackward) return "candidate registered for the other direction";
-  if constexpr (kBackward) {
-    const auto params = ascan::detail::make_backward_params(backward_args<T>(shape, false), vector);
+  const auto time_problem = [&](auto* problem, const auto& params) {
+    using Problem = std::remove_pointer_t<decltype(problem)>;
     return time_median(
         [&] {
-          return cuda_check(
-              ascan::detail::launch_lookback<ascan::detail::BackwardProblem<T, false, true>,
-                                             Candidate>(params, g_ws.scratch, plan.tiles,
-                                                        plan.groups, g_gpu.stream),
-              "launch_lookback");
+          return cuda_check(ascan::detail::launch_lookback<Problem, Candidate>(
+                                params, g_ws.scratch, plan.tiles, plan.groups, g_gpu.stream),
+                            "launch_lookback");
         },
         ms);
-  } else {
-    const auto params = ascan::detail::make_params(forward_args<T>(shape, false, false), vector);
-    return time_median(
-        [&] {
-          return cuda_check(
-              ascan::detail::launch_lookback<ascan::detail::ForwardProblem<T, false, true>,
-                                             Candidate>(params, g_ws.scratch, plan.tiles,
-                                                        plan.groups, g_gpu.stream),
-              "launch_lookback");
-        },
-        ms);
-  }
+  };
+  bool vector = false;
+  if constexpr (kBackward)
+    return time_problem(
+        static_cast<ascan::detail::BackwardProblem<T, false, true>*>(nullptr),
+        ascan::detail::make_backward_params(backward_args<T>(shape, false), vector));
+  else
+    return time_problem(static_cast<ascan::detail::ForwardProblem<T, false, true>*>(nullptr),
+                        ascan::detail::make_params(forward_args<T>(shape, false, false), vector));
 }
 
 template <class T>

@@ -452,7 +452,8 @@ Status entry_small_tiles(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStrea
 }
 template <class T>
 Status entry_small_tiles(const ScanBackwardArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
-  return detail::scan_backward_with<T, detail::BackwardTuning<sizeof(T)>, SmallLookback<sizeof(T), true>>(
+  return detail::scan_backward_with<T, detail::BackwardTuning<sizeof(T)>,
+                                    SmallLookback<sizeof(T), true>>(
       a, detail::Scratch::two_phase(w, bytes), s, detail::Path::kMultiBlock);
 }
 

@@ -210,9 +210,8 @@ __device__ __forceinline__ void poll_all(bool& ready, const Poll& poll) {
 /// published and folds the aggregates of the groups after it, earliest first, one fma each.
 /// All 32 lanes call it; every lane returns the state.
 template <class C>
-__device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t first,
-                                                int64_t last, Affine<C> map, C state,
-                                                uint32_t status) {
+__device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t first, int64_t last,
+                                                Affine<C> map, C state, uint32_t status) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
   int64_t top = last;  // the window holds groups top-31 .. top
   unsigned found = __ballot_sync(0xffffffffu, status == kTileInclusive);
@@ -299,7 +298,8 @@ __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_til
   C before = initial;  // the state before group m: B(m-1)
   if (m >= 1) {
     const C before_previous =
-        m == 1 ? initial : state_after_groups(s, first_group, first_group + m - 2, map, state, status);
+        m == 1 ? initial
+               : state_after_groups(s, first_group, first_group + m - 2, map, state, status);
     const Affine<C> previous_map = lane_group_broadcast<kWarpThreads>(
         lane_group_inclusive_scan<kWarpThreads, false>(y, lane), kWarpThreads - 1);
     before = advance_state(previous_map, before_previous);

@@ -55,7 +55,7 @@ struct Plan {
   bool multi_block = false;
   int64_t tiles = 0;   ///< multi-block: an upper bound on the tiles (sequences * chunks)
   int64_t groups = 0;  ///< multi-block: an upper bound on the groups of tiles
-  size_t bytes = 0;   ///< scratch bytes needed (0 on the one-block path)
+  size_t bytes = 0;    ///< scratch bytes needed (0 on the one-block path)
 };
 
 /// The most tiles the multi-block path launches (one block each, a 1-D grid).

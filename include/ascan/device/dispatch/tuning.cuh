@@ -197,8 +197,8 @@ struct LookbackPolicy {
 /// multiprocessor (5 for 16-bit forward), the elements reloaded from L2 after the look-back (held
 /// in shared memory for 16-bit forward). From the tile-shape sweep on the H200 (bench
 /// --ascan_tune_multi, 2026-11-29, results/multiblock_one_round_sweep.json), efficiency against
-/// the same-traffic copy on (1, 1, 2^28) / (2, 4, 2^24) (the m2-registers column from the run before,
-/// results/multiblock_one_round_reload_sweep.json):
+/// the same-traffic copy on (1, 1, 2^28) / (2, 4, 2^24) (the m2-registers column from the run
+/// before, results/multiblock_one_round_reload_sweep.json):
 ///
 ///                  256x4 m2 registers   256x4 m4 reload   256x4 m5 shared   128x4 m10 shared
 ///   f32 forward       0.55 / 0.54          0.75 / 0.79       0.73 / 0.71       0.70 / 0.69
@@ -223,7 +223,7 @@ template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   static constexpr LookbackPolicy kPolicy =
-      kBackward ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 3.0 : 1.25, LookbackHold::kReload}
+      kBackward     ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 3.0 : 1.25, LookbackHold::kReload}
       : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 0.75, LookbackHold::kShared}
                     : LookbackPolicy{256, 4 * V, 4, 1.5, LookbackHold::kReload};
 };
