@@ -59,9 +59,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     scan_sequence<Problem, kThreads, kItems, kOneTile>(p, seq, true, threadIdx.x, group);
 }
 
-/// Multi-block kernel: block b scans tile b of the workspace's tile states, which is tile k =
-/// b % chunks (in scan order) of sequence b / chunks, whose `groups` groups of tiles start at
-/// group (b / chunks) * groups. Per tile: load, scan the block's pairs, look back for the state
+/// Multi-block kernel: block b scans tile k = b / S (in scan order) of sequence b % S, S the
+/// number of sequences; its record in the workspace's tile states is seq * chunks + k, and the
+/// sequence's `groups` groups of tiles start at group seq * groups. Per tile: load, scan the block's pairs, look back for the state
 /// before the tile (warp 0; it publishes the tile's aggregate and, at the end of a group, the
 /// group's), and store. The last tile of a sequence hands the final carry to Problem::finish.
 ///
@@ -93,9 +93,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   __shared__ typename Problem::Loaded held[kShared ? kRuns : 1][kShared ? kThreads : 1];
   Group group(storage);
   const int rank = static_cast<int>(threadIdx.x);
-  const int64_t tile = blockIdx.x;
-  const int64_t seq = tile / chunks;
-  const int64_t k = tile - seq * chunks;
+  // Blocks take the tiles position-major (block b: tile b / sequences of sequence
+  // b % sequences), so a tile's predecessor started `sequences` blocks earlier and its aggregate
+  // is more likely published by the time the look-back asks. Records stay sequence-major.
+  const int64_t k = blockIdx.x / p.sequences;
+  const int64_t seq = blockIdx.x - k * p.sequences;
+  const int64_t tile = seq * chunks + k;
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
   const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
 
