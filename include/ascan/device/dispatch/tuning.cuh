@@ -207,25 +207,29 @@ struct LookbackPolicy {
 ///   f32 backward      0.46 / 0.46          0.58 / 0.58       0.60 / 0.60       0.58 / 0.58
 ///   bf16 backward     0.44 / 0.44          0.54 / 0.54       0.28 / 0.28 (spills)
 ///
-/// Crossover (same run): efficiency of each path forced, S sequences of 2^16 (2^20 where marked).
+/// (That sweep ran before blocks took tiles position-major, which added 0.0-0.13; the ranking
+/// of shapes is what it decided.)
 ///
-///                  S = 16 (2^20)   S = 132       S = 264       S = 396       S = 528
-///   f32 forward     0.10 | 0.66    0.54 | 0.68   0.76 | 0.71   0.88 | 0.73   0.93 | 0.73
-///   bf16 forward    0.16 | 0.57    0.71 | 0.65   0.94 | 0.63   0.89 | 0.66   0.80 | 0.66
-///   f32 backward    0.10 | 0.58    0.59 | 0.64   0.80 | 0.61   0.90 | 0.61   0.92 | 0.61
-///   bf16 backward   0.04 | 0.53    0.28 | 0.56   0.43 | 0.57   0.56 | 0.56   0.66 | 0.57
-///                   (one block per sequence | multi-block)
+/// Crossover (position-major build, 2026-11-29, results/multiblock_position_major_crossover.json):
+/// efficiency of each path forced, S sequences of 2^16 elements (2^20 where marked).
 ///
-/// Thresholds (multi-block below this many sequences per multiprocessor): f32 forward 1.5,
-/// 16-bit forward 0.75, f32 backward 1.25, 16-bit backward 3 (its one-block kernel needs about 8
+///              S=16 (2^20)   S=128 (2^20)  S=132         S=264         S=396         S=528
+///   f32 fwd    0.10 | 0.73   0.53 | 0.83   0.56 | 0.72   0.75 | 0.76   0.87 | 0.78   0.93 | 0.80
+///   bf16 fwd   0.16 | 0.67   0.72 | 0.83   0.72 | 0.68   0.89 | 0.73   0.90 | 0.78   0.84 | 0.79
+///   f32 bwd    0.10 | 0.62   0.57 | 0.71   0.60 | 0.69   0.81 | 0.69   0.90 | 0.68   0.93 | 0.70
+///   bf16 bwd   0.04 | 0.60   0.22 | 0.64   0.28 | 0.62   0.43 | 0.60   0.56 | 0.63   0.65 | 0.64
+///              (one block per sequence | multi-block)
+///
+/// Thresholds (multi-block below this many sequences per multiprocessor): f32 forward 2,
+/// 16-bit forward 1, f32 backward 1.5, 16-bit backward 4 (its one-block kernel needs about 8
 /// sequences per multiprocessor). Double: the float values (not measured).
 template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   static constexpr LookbackPolicy kPolicy =
-      kBackward     ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 3.0 : 1.25, LookbackHold::kReload}
-      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 0.75, LookbackHold::kShared}
-                    : LookbackPolicy{256, 4 * V, 4, 1.5, LookbackHold::kReload};
+      kBackward     ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kReload}
+      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 1.0, LookbackHold::kShared}
+                    : LookbackPolicy{256, 4 * V, 4, 2.0, LookbackHold::kReload};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
