@@ -34,8 +34,9 @@
 // Memory ordering: a float record is written with one 16-byte relaxed store and read with one
 // 16-byte relaxed load (CUB's ScanTileState relies on the same single-access rule for values of
 // up to 8 bytes). A double record is written with plain stores and then its status with a
-// release store (st.release.gpu); readers load the status with an acquire load first. Tile t is
-// scanned by block t and waits only on lower-numbered tiles, which the hardware starts first.
+// release store (st.release.gpu); readers load the status with an acquire load first. Tile k of a
+// sequence waits only on its tiles k' < k, which lower-numbered blocks scan (dispatch/
+// scan_kernels.cuh) and the hardware starts first.
 #pragma once
 
 #include <cstddef>
