@@ -61,9 +61,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 /// Multi-block kernel: block b scans tile k = b / S (in scan order) of sequence b % S, S the
 /// number of sequences; its record in the workspace's tile states is seq * chunks + k, and the
-/// sequence's `groups` groups of tiles start at group seq * groups. Per tile: load, scan the block's pairs, look back for the state
-/// before the tile (warp 0; it publishes the tile's aggregate and, at the end of a group, the
-/// group's), and store. The last tile of a sequence hands the final carry to Problem::finish.
+/// sequence's `groups` groups of tiles start at group seq * groups. Per tile: load, scan the
+/// block's pairs, look back for the state before the tile (warp 0; it publishes the tile's
+/// aggregate and, at the end of a group, the group's), and store. The last tile of a sequence
+/// hands the final carry to Problem::finish.
 ///
 /// A block waits only on lower-numbered blocks, which the hardware starts first (blocks are
 /// dispatched in index order; CUB's single-pass scan rests on the same fact), so the look-back
@@ -93,9 +94,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   __shared__ typename Problem::Loaded held[kShared ? kRuns : 1][kShared ? kThreads : 1];
   Group group(storage);
   const int rank = static_cast<int>(threadIdx.x);
-  // Blocks take the tiles position-major (block b: tile b / sequences of sequence
-  // b % sequences), so a tile's predecessor started `sequences` blocks earlier and its aggregate
-  // is more likely published by the time the look-back asks. Records stay sequence-major.
+  // Position-major: a tile's predecessor started S blocks earlier, so its aggregate is more
+  // likely published by the time the look-back asks (measured: +0.05-0.13 with 8-128 sequences).
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
   const int64_t tile = seq * chunks + k;

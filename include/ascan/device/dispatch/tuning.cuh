@@ -168,9 +168,6 @@ struct BackwardTuning<2> {
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
 
-/// The multi-block path (lookback_kernel): its tile shape, and when it runs. A call takes it when
-/// a sequence spans more than one of its tiles and there are fewer than `max_sequences_per_sm`
-/// sequences per multiprocessor (below that, one block per sequence leaves the GPU underfed).
 /// Where a block of the multi-block path keeps its tile's loaded elements during the look-back.
 /// The look-back waits about two L2 round trips for the previous tile's aggregate (the tiles run
 /// in step), so the path needs many tiles resident per multiprocessor to keep loads in flight;
@@ -181,6 +178,9 @@ enum class LookbackHold {
   kShared,     ///< in shared memory, copied there after the loads land
 };
 
+/// The multi-block path (lookback_kernel): its tile shape, and when it runs. A call takes it when
+/// a sequence spans more than one of its tiles and there are fewer than `max_sequences_per_sm`
+/// sequences per multiprocessor (below that, one block per sequence leaves the GPU underfed).
 struct LookbackPolicy {
   int threads;  ///< threads per block
   int items;    ///< elements per thread per tile (whole 16-byte vectors)
