@@ -682,25 +682,30 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
 // The multi-block sweeps (--ascan_tune_multi). Path rows force one path of the library's
 // dispatch (default tables); lookback rows run one candidate tile shape of the multi-block kernel
 // (forward direction, vector path) to choose LookbackTuning.
-template <class T, int kThreads, int kVectors, int kMinBlocks, int kTilesPerChunk>
+using ascan::detail::LookbackHold;
+template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold>
 struct LookbackCandidate {
   static constexpr ascan::detail::LookbackPolicy kPolicy{kThreads, kVectors * 16 / int(sizeof(T)),
-                                                         kMinBlocks, 4, kTilesPerChunk};
+                                                         kMinBlocks, 4, kHold};
   static std::string name() {
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
-           std::to_string(kMinBlocks) + "_c" + std::to_string(kTilesPerChunk);
+           std::to_string(kMinBlocks) +
+           (kHold == LookbackHold::kRegisters ? "_registers"
+            : kHold == LookbackHold::kReload  ? "_reload"
+                                              : "_shared");
   }
 };
+constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared;
 template <class T>
 using ForwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 2, 4, 2>, LookbackCandidate<T, 256, 2, 4, 4>,
-               LookbackCandidate<T, 256, 2, 4, 8>, LookbackCandidate<T, 256, 1, 6, 4>,
-               LookbackCandidate<T, 256, 1, 6, 8>, LookbackCandidate<T, 512, 2, 2, 4>>;
+    std::tuple<LookbackCandidate<T, 256, 4, 4, kReload>, LookbackCandidate<T, 256, 4, 4, kShared>,
+               LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 256, 4, 6, kShared>,
+               LookbackCandidate<T, 128, 4, 10, kShared>, LookbackCandidate<T, 256, 2, 8, kShared>>;
 template <class T>
 using BackwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 1, 4, 2>, LookbackCandidate<T, 256, 1, 4, 4>,
-               LookbackCandidate<T, 256, 1, 4, 8>, LookbackCandidate<T, 256, 1, 5, 4>,
-               LookbackCandidate<T, 128, 1, 8, 4>, LookbackCandidate<T, 256, 2, 3, 2>>;
+    std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 256, 2, 4, kShared>,
+               LookbackCandidate<T, 256, 2, 5, kShared>, LookbackCandidate<T, 256, 2, 6, kShared>,
+               LookbackCandidate<T, 128, 4, 5, kShared>, LookbackCandidate<T, 128, 2, 10, kShared>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {

@@ -410,11 +410,13 @@ inline const char* via_name(Via v) {
 }
 
 /// A multi-block tile of 64 threads x 2 vectors (512 floats, 1024 16-bit elements, 256
-/// doubles), two tiles per chunk: two warps and two runs, so the block scan's every step is
-/// exercised, and chunks of two tiles and (odd tile counts) of one.
+/// doubles): two warps and two runs, so the block scan's every step is exercised.
 template <int kBytes, bool kBackward>
 struct SmallLookback {
-  static constexpr detail::LookbackPolicy kPolicy{64, 2 * 16 / kBytes, 1, 4, 2};
+  // The library's choice of where a tile's elements wait during the look-back, so that the forced
+  // cases run the code the long shapes run.
+  static constexpr detail::LookbackPolicy kPolicy{
+      64, 2 * 16 / kBytes, 1, 4, detail::LookbackTuning<kBytes, kBackward>::kPolicy.hold};
 };
 
 /// The public entry points of the forward and backward pass under one name.

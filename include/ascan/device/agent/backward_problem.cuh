@@ -22,7 +22,6 @@
 
 #include "../../affine.cuh"
 #include "scan_agent.cuh"
-#include "tile_lookback.cuh"
 
 namespace ascan {
 namespace detail {
@@ -74,13 +73,6 @@ struct BackwardProblem {
     C x[kVec];  ///< shifted states
   };
 
-  /// A state element read ahead of time (see read_pin); v = INT64_MIN: none (-1 is a position,
-  /// before the first).
-  struct Pin {
-    int64_t v;
-    C x;
-  };
-
   const T* a;  // grid position v lives at a[v]
   const T* x;
   const T* g;
@@ -104,22 +96,17 @@ struct BackwardProblem {
     if (kForwardReverse ? low_edge : high_edge)
       r.a_edge = ae >= lo && ae < hi ? to_compute<C>(a[ae]) : C(1);
     if (kForwardReverse ? high_edge : low_edge)
-      r.x_edge = xe == pinned.v ? pinned.x : xe >= lo && xe < hi ? to_compute<C>(x[xe]) : h0;
+      r.x_edge = xe >= lo && xe < hi ? to_compute<C>(x[xe]) : h0;
   }
 
-  /// The multi-block path reads a chunk twice (reduce, then scan). Between the passes the chunk
-  /// after it in scan order may write its gradients, and grad_gates may be exactly `states`: the
-  /// state just outside the chunk's later end (x[v-1] of its lowest vector, or x[v+kVec] of its
-  /// highest mirrored) is then read in the first pass and pinned for the second. Gates are never
-  /// written (no output may overlap them).
-  __device__ __forceinline__ Pin read_pin(int64_t v) const {
-    return {v, v >= lo && v < hi ? to_compute<C>(x[v]) : h0};
-  }
-  __device__ __forceinline__ void set_pin(const Pin& pin) { pinned = pin; }
-  /// Zero, once the pinned element has been read (see zero_after).
-  static __device__ __forceinline__ uint32_t pin_read(const Pin& pin) {
-    if constexpr (sizeof(C) == 4) return zero_after(__float_as_uint(pin.x));
-    else return zero_after(static_cast<uint32_t>(__double_as_longlong(pin.x)));
+  /// Loads the elements at positions v .. v+kVec-1 again, keeping the edge elements read by
+  /// load: a neighbouring tile may have written its gradients over those since (grad_gates may
+  /// be exactly states), never over this tile's own positions (the multi-block path's
+  /// LookbackHold::kReload).
+  __device__ __forceinline__ void reload(Loaded& r, int64_t v) const {
+    load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
+    load_vector<kVec>(x, v, lo, hi, r.x, to_storage<T>(h0));
+    load_vector<kVec>(g, v, lo, hi, r.g, to_storage<T>(C(0)));
   }
 
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, Work& w) const {
@@ -168,7 +155,6 @@ struct BackwardProblem {
   int64_t offset;  // element offset of the sequence's first element
   int64_t state;   // index of the sequence's states and their gradients
   bool active;
-  Pin pinned = {INT64_MIN, C(0)};
 
   /// The problem of sequence `seq` for a group of kLanes threads, this one at `rank` (which
   /// lanes exchange edges by shuffle); inactive groups get an empty sequence at offset 0.

@@ -58,13 +58,9 @@ struct ForwardProblem {
     load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
     load_vector<kVec>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
   }
-  /// The multi-block path reads a chunk twice (reduce, then scan); an element outside the chunk
-  /// that the loads also read, and that another chunk may overwrite in between, is pinned: read
-  /// in the first pass and kept (BackwardProblem). The forward scan reads only its own chunk.
-  struct Pin {};
-  __device__ __forceinline__ Pin read_pin(int64_t) const { return {}; }
-  __device__ __forceinline__ void set_pin(const Pin&) {}
-  static __device__ __forceinline__ uint32_t pin_read(const Pin&) { return 0; }
+  /// Loads the elements again (the multi-block path's LookbackHold::kReload): only this tile
+  /// writes its positions, and it has not yet.
+  __device__ __forceinline__ void reload(Loaded& r, int64_t v) const { load(r, v); }
   __device__ __forceinline__ void convert(const Loaded& r, int64_t, Work& w) const {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {

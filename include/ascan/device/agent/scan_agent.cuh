@@ -80,51 +80,39 @@ __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_
   }
 }
 
-/// A stretch of a sequence's tile walk: tiles [first, first + count) in scan order, of `tiles`
-/// on its grid (one block per sequence walks all of them; a block of the multi-block path walks
-/// one chunk).
-struct TileRange {
-  int64_t tiles;
-  int64_t first;
-  int64_t count;
-};
-
-/// Grid position of lane `rank`'s vector in run j of the k-th tile (scan order) of a walk over
-/// `tiles` tiles of kRuns runs of kLanes vectors.
-template <bool kReverse, int kLanes, int kVec, int kRuns>
-__device__ __forceinline__ int64_t tile_position(int64_t tiles, int64_t k, int j, int rank) {
-  constexpr int64_t kRun = int64_t(kLanes) * kVec;
-  return (kReverse ? tiles - 1 - k : k) * (kRun * kRuns) + j * kRun + int64_t(rank) * kVec;
-}
-
-/// Runs `problem` over the tiles `range` of its sequence with a group of kLanes threads, this
-/// one at `rank`; `group` is a WarpScan or BlockScan over kRuns = kItems / Problem::kVec runs.
-/// All threads of the group must call it with the same range (inactive groups included: their
-/// problem masks everything); with kOneTile the range is one tile. `carry` enters as the state
-/// before the range's first element in scan order and leaves as the state after its last.
+/// Runs `problem` over its sequence with a group of kLanes threads, this one at `rank`; `group`
+/// is a WarpScan or BlockScan over kRuns = kItems / Problem::kVec runs. All threads of the group
+/// must call it with the same `span_bound` (inactive groups included: their problem masks
+/// everything); the group walks ceil(span_bound / tile) tiles, or exactly one with kOneTile.
+/// `carry` enters as the state before the first element in scan order and leaves as the state
+/// after the last.
 template <class Problem, int kLanes, int kItems, bool kOneTile, class Group>
-__device__ __forceinline__ void scan_tiles(const Problem& problem, const TileRange& range,
-                                           int rank, Group& group, typename Problem::C& carry) {
+__device__ __forceinline__ void scan_tiles(const Problem& problem, int64_t span_bound, int rank,
+                                           Group& group, typename Problem::C& carry) {
   using C = typename Problem::C;
   constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
   static_assert(kItems % kVec == 0, "items per thread are whole vectors");
   constexpr int kRuns = kItems / kVec;
-  const int64_t end = kOneTile ? range.first + 1 : range.first + range.count;
+  constexpr int64_t kRun = int64_t(kLanes) * kVec;
+  constexpr int64_t kTile = kRun * kRuns;
+  const int64_t tiles = kOneTile ? 1 : (span_bound + kTile - 1) / kTile;
+
+  // Grid position of this thread's vector in run j of the k-th tile in scan order.
   auto position = [&](int64_t k, int j) {
-    return tile_position<kReverse, kLanes, kVec, kRuns>(range.tiles, k, j, rank);
+    return (kReverse ? tiles - 1 - k : k) * kTile + j * kRun + int64_t(rank) * kVec;
   };
 
   typename Problem::Loaded loaded[kRuns];
 #pragma unroll
-  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(range.first, j));
+  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(0, j));
 
 #pragma unroll 1
-  for (int64_t k = range.first; k < end; ++k) {
+  for (int64_t k = 0; k < tiles; ++k) {
     typename Problem::Work work[kRuns];
 #pragma unroll
     for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], position(k, j), work[j]);
-    if (!kOneTile && k + 1 < end) {  // the next tile's loads go out before this one's scan
+    if (!kOneTile && k + 1 < tiles) {  // the next tile's loads go out before this one's scan
 #pragma unroll
       for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(k + 1, j));
     }
@@ -141,47 +129,6 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem, const TileRan
   }
 }
 
-/// The map of the tiles `range` (at least one) of `problem`'s sequence, for every thread of the
-/// block (`group` a BlockScan over kRuns = kItems / Problem::kVec runs): the first half of
-/// scan_tiles, loads (the next tile's in flight while one is folded) and folds, no stores. The
-/// same fixed order of operations every time, so the map is bitwise reproducible.
-template <class Problem, int kLanes, int kItems, class Group>
-__device__ __forceinline__ Affine<typename Problem::C> reduce_tiles(const Problem& problem,
-                                                                    const TileRange& range,
-                                                                    int rank, Group& group) {
-  using C = typename Problem::C;
-  constexpr bool kReverse = Problem::kReverse;
-  constexpr int kVec = Problem::kVec;
-  constexpr int kRuns = kItems / kVec;
-  const int64_t end = range.first + range.count;
-  auto position = [&](int64_t k, int j) {
-    return tile_position<kReverse, kLanes, kVec, kRuns>(range.tiles, k, j, rank);
-  };
-
-  typename Problem::Loaded loaded[kRuns];
-#pragma unroll
-  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(range.first, j));
-  Affine<C> map = affine_identity<C>();
-#pragma unroll 1
-  for (int64_t k = range.first; k < end; ++k) {
-    Affine<C> aggregate[kRuns];
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      typename Problem::Work work;
-      problem.convert(loaded[j], position(k, j), work);
-      aggregate[j] = thread_reduce<kReverse>(work.a, work.b);
-    }
-    if (k + 1 < end) {
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(k + 1, j));
-    }
-    Affine<C> exclusive[kRuns], tile_map;
-    group.exclusive_scan(aggregate, exclusive, tile_map);
-    map = compose(map, tile_map);
-  }
-  return map;
-}
-
 /// Scans sequence `seq` with a group of kLanes threads (this one at `rank`): the Problem built for
 /// it (Problem::at), its initial carry, the tile walk, and the Problem's use of the final carry
 /// (Problem::finish, by rank 0). With `active` false the group takes part in every shuffle and
@@ -191,10 +138,7 @@ __device__ __forceinline__ void scan_sequence(const typename Problem::Params& p,
                                               bool active, int rank, Group& group) {
   const Problem problem = Problem::template at<kLanes>(p, seq, active, rank);
   typename Problem::C carry = problem.initial_carry(p);
-  constexpr int64_t kTile = int64_t(kLanes) * kItems;
-  const int64_t tiles = kOneTile ? 1 : (p.span_bound + kTile - 1) / kTile;
-  scan_tiles<Problem, kLanes, kItems, kOneTile>(problem, TileRange{tiles, 0, tiles}, rank, group,
-                                                carry);
+  scan_tiles<Problem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group, carry);
   if (active && rank == 0) problem.finish(p, carry);
 }
 

@@ -133,14 +133,6 @@ __device__ __forceinline__ uint4 load_relaxed_16(const void* p) {
   return v;
 }
 
-/// Zero, computed from `bits` by an instruction the compiler keeps: a store of it waits for the
-/// load that produced `bits`.
-__device__ __forceinline__ uint32_t zero_after(uint32_t bits) {
-  uint32_t z;
-  asm volatile("and.b32 %0, %1, 0;" : "=r"(z) : "r"(bits));
-  return z;
-}
-
 /// The state after one tile (or group) from the state before it: exactly one fused multiply-add,
 /// the same instruction wherever a state is derived (see "Determinism" above).
 __device__ __forceinline__ float advance_state(const Affine<float>& f, float s) {
@@ -150,15 +142,11 @@ __device__ __forceinline__ double advance_state(const Affine<double>& f, double 
   return __fma_rn(f.a, s, f.b);
 }
 
-/// Publishes a tile's aggregate (one thread). `after`: a zero computed from values this thread
-/// loaded that must be read before the record goes out (a data dependency orders the load before
-/// the store; the double record's release store orders it anyway).
-__device__ __forceinline__ void publish(TileRecord<float>* r, const Affine<float>& f,
-                                        uint32_t after = 0) {
-  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), kTileAggregate, after);
+/// Publishes a tile's aggregate (one thread).
+__device__ __forceinline__ void publish(TileRecord<float>* r, const Affine<float>& f) {
+  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), kTileAggregate, 0u);
 }
-__device__ __forceinline__ void publish(TileRecord<double>* r, const Affine<double>& f,
-                                        uint32_t = 0) {
+__device__ __forceinline__ void publish(TileRecord<double>* r, const Affine<double>& f) {
   r->aggregate = f;
   store_release(&r->status, kTileAggregate);
 }
@@ -256,9 +244,9 @@ __device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t 
 }
 
 /// The state entering tile k (in scan order) of a sequence whose tile 0 is `first_tile`, group 0
-/// `first_group` and initial carry `initial`, given the tile's own aggregate `own`, which the
-/// caller has published. When the tile closes a group, publishes the group's aggregate and
-/// state. Called by all 32 lanes of one warp; every lane returns the state.
+/// `first_group` and initial carry `initial`, given the tile's own aggregate `own`. Publishes the
+/// tile's aggregate and, when the tile closes a group, the group's aggregate and state. Called
+/// by all 32 lanes of one warp; every lane returns the state.
 ///
 /// Tile 32m+i reads, in one round of loads: the aggregates of tiles 32m .. 32m+i-1 (the map in
 /// front of it within its group), those of all 32 tiles of group m-1 (G(m-1), by the same
@@ -276,6 +264,7 @@ __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_til
   const int i = static_cast<int>(k % kTilesPerGroup);
   const bool closes = i == kTilesPerGroup - 1;
   const TileRecord<C>* group_tiles = s.tiles + first_tile + m * kTilesPerGroup;
+  if (lane == 0) publish(s.tiles + first_tile + k, own);
 
   // Lane l: x = tile 32m+l of this group (lanes < i; this tile's own at lane i; identity above),
   // y = tile 32(m-1)+l, and group m-2-l's record.

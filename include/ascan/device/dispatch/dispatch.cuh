@@ -69,9 +69,9 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   constexpr LookbackPolicy P = Lookback::kPolicy;
   plan = Plan{};
   if (!scratch_allowed || path == Path::kOneBlock) return Status::success();
-  const int64_t chunks = ceil_div(length + kVec - 1, P.chunk());
+  const int64_t chunks = ceil_div(length + kVec - 1, P.tile());
   if (path == Path::kAuto) {
-    if (length <= P.chunk()) return Status::success();
+    if (length <= P.tile()) return Status::success();
     if (double(sequences) >= P.max_sequences_per_sm * 16) {  // no device has fewer than 16 SMs
       int device = 0, sms = 0;
       cudaError_t e = cudaGetDevice(&device);
@@ -95,23 +95,25 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   return Status::success();
 }
 
-/// Zeroes the tile states and launches the multi-block kernel, one block per chunk. `tiles` and
-/// `groups` are the plan's bounds, which the workspace was carved for.
+/// Zeroes the tile states' status words and launches the multi-block kernel, one block per tile.
+/// `tiles` and `groups` are the plan's bounds, which the workspace was carved for.
 template <class Problem, class Lookback>
 cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, int64_t tiles,
                             int64_t groups, cudaStream_t stream) {
   constexpr LookbackPolicy P = Lookback::kPolicy;
   using C = typename Problem::C;
   constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
-  const int64_t tiles_per_sequence = ceil_div(p.span_bound, P.tile());
-  const int64_t chunks = ceil_div(tiles_per_sequence, P.tiles_per_chunk);
+  // The scalar path holds kVec times more runs, too many for shared memory: it reloads instead.
+  constexpr LookbackHold kHold =
+      Problem::kVec == 1 && P.hold == LookbackHold::kShared ? LookbackHold::kReload : P.hold;
+  const int64_t chunks = ceil_div(p.span_bound, P.tile());
   const TileStates<C> states = TileStates<C>::carve(workspace, tiles, groups);
-  const cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
-                                        TileStates<C>::reset_bytes(tiles, groups), stream);
+  cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
+                                  TileStates<C>::reset_bytes(tiles, groups), stream);
   if (e != cudaSuccess) return e;
-  lookback_kernel<Problem, P.threads, P.items, P.tiles_per_chunk, kMinBlocks>
+  lookback_kernel<Problem, P.threads, P.items, kMinBlocks, kHold>
       <<<static_cast<unsigned>(p.sequences * chunks), P.threads, 0, stream>>>(
-          p, states, tiles_per_sequence, chunks, ceil_div(chunks, kTilesPerGroup));
+          p, states, chunks, ceil_div(chunks, kTilesPerGroup));
   return cudaGetLastError();
 }
 

@@ -8,8 +8,8 @@
 // Each walks its sequences with a grid-stride loop, so any number of sequences fits a 1-D grid.
 //
 // Many blocks per sequence, for few long sequences (scratch memory for the tile states):
-//   lookback_kernel  one block per chunk of tiles of a sequence, the chunks joined by decoupled
-//                    look-back (device/agent/tile_lookback.cuh).
+//   lookback_kernel  every tile of every sequence scanned by one block, tiles of a sequence
+//                    joined by decoupled look-back (device/agent/tile_lookback.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -59,66 +59,95 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     scan_sequence<Problem, kThreads, kItems, kOneTile>(p, seq, true, threadIdx.x, group);
 }
 
-/// Multi-block kernel: block b scans chunk k = b / S (kTilesPerChunk tiles, in scan order) of
-/// sequence b % S, S the number of sequences; its record in the tile states is seq * chunks + k,
-/// and the sequence's groups of chunks start at group seq * groups. Two passes over the chunk:
+/// Multi-block kernel: block b scans tile k = b / S (in scan order) of sequence b % S, S the
+/// number of sequences; its record in the workspace's tile states is seq * chunks + k, and the
+/// sequence's `groups` groups of tiles start at group seq * groups. Per tile: load, scan the
+/// block's pairs, look back for the state before the tile (warp 0; it publishes the tile's
+/// aggregate and, at the end of a group, the group's), and store. The last tile of a sequence
+/// hands the final carry to Problem::finish.
 ///
-///   reduce it (load and fold, store nothing) and publish its aggregate;
-///   look back for the state before it (warp 0);
-///   scan it from that state, reloading its elements (from L2 by now), and store.
+/// A block waits only on lower-numbered blocks, which the hardware starts first (blocks are
+/// dispatched in index order; CUB's single-pass scan rests on the same fact), so the look-back
+/// always makes progress. Taking the next tile before looking back for the current one (to keep
+/// loads in flight) made every tile's aggregate wait on an earlier look-back and measured 0.15-
+/// 0.2 of the copy on the H200; it was dropped.
 ///
-/// The registers hold one tile at a time, so a chunk can be long and its look-back paid once for
-/// many tiles. A block waits only on lower-numbered blocks, which the hardware starts first
-/// (blocks are dispatched in index order; CUB's single-pass scan rests on the same fact), so the
-/// look-back always makes progress. Position-major: a chunk's predecessor started S blocks
-/// earlier, so its aggregate is more likely out by the time the look-back asks. The last chunk of
-/// a sequence hands the final carry to Problem::finish.
-template <class Problem, int kThreads, int kItems, int kTilesPerChunk, int kMinBlocks>
+/// The look-back takes longer than the tile's loads (bench/RESULTS.md has the phase profile), so
+/// throughput comes from tiles resident per multiprocessor. `kHold` says where the elements wait
+/// meanwhile: in registers (two 4096-element blocks per multiprocessor), reloaded from L2, or in
+/// shared memory (four or five blocks).
+template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> states,
-                    const int64_t tiles, const int64_t chunks, const int64_t groups) {
+    lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
+                    const int64_t chunks, const int64_t groups) {
   using C = typename Problem::C;
   constexpr bool kReverse = Problem::kReverse;
-  static_assert(kItems % Problem::kVec == 0, "items per thread are whole vectors");
-  constexpr int64_t kTile = int64_t(kThreads) * kItems;
-  using Group = BlockScan<C, kThreads, kReverse, kItems / Problem::kVec>;
+  constexpr int kVec = Problem::kVec;
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kRuns = kItems / kVec;
+  constexpr int64_t kRun = int64_t(kThreads) * kVec;
+  constexpr int64_t kTile = kRun * kRuns;
+  using Group = BlockScan<C, kThreads, kReverse, kRuns>;
   __shared__ typename Group::TempStorage storage;
   __shared__ C entering_slot;
-  __shared__ typename Problem::Pin pin_slot;
+  constexpr bool kShared = kHold == LookbackHold::kShared;
+  __shared__ typename Problem::Loaded held[kShared ? kRuns : 1][kShared ? kThreads : 1];
   Group group(storage);
   const int rank = static_cast<int>(threadIdx.x);
+  // Position-major: a tile's predecessor started S blocks earlier, so its aggregate is more
+  // likely published by the time the look-back asks (measured: +0.05-0.13 with 8-128 sequences).
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
-  const int64_t first = k * kTilesPerChunk;
-  const TileRange range{tiles, first, tiles - first < kTilesPerChunk ? tiles - first : kTilesPerChunk};
-  Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+  const int64_t tile = seq * chunks + k;
+  const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+  const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
 
-  const Affine<C> map = reduce_tiles<Problem, kThreads, kItems>(problem, range, rank, group);
+  typename Problem::Loaded loaded[kRuns];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], origin + j * kRun);
+  typename Problem::Work work[kRuns];
+  Affine<C> aggregate[kRuns];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) {
+    problem.convert(loaded[j], origin + j * kRun, work[j]);
+    aggregate[j] = thread_reduce<kReverse>(work[j].a, work[j].b);
+    if constexpr (kShared) held[j][rank] = loaded[j];
+  }
+  Affine<C> exclusive[kRuns], tile_map;
+  group.exclusive_scan(aggregate, exclusive, tile_map);
+
   if (rank < kWarpThreads) {
-    C initial = C(0);
-    if (rank == 0) {
-      // The element just past the chunk's later end, for a Problem that pins it: read before
-      // this chunk's aggregate lets the next chunk's scan write it.
-      const int64_t low_tile = kReverse ? tiles - first - range.count : first;
-      pin_slot = problem.read_pin(kReverse ? low_tile * kTile - 1 : (low_tile + range.count) * kTile);
-      // Only the first two groups of chunks start from the initial carry. The last chunk may
-      // write the final state over it (they may alias): it does so only after every earlier
-      // chunk has published its aggregate, and the fence orders this read before that.
-      const bool starts = k < 2 * kTilesPerGroup;
-      if (starts) initial = problem.initial_carry(p);
-      if (starts && chunks > 1) __threadfence();
-      if (chunks > 1) publish(states.tiles + seq * chunks + k, map, Problem::pin_read(pin_slot));
-    }
-    initial = __shfl_sync(0xffffffffu, initial, 0);
+    // Only the first two groups of tiles start from the initial carry. The last tile may write
+    // the final state over it (they may alias): it does so only after every earlier tile has
+    // published its aggregate, and the fence orders this tile's read before its publication.
+    const bool starts = k < 2 * kTilesPerGroup;
+    const C initial = starts ? problem.initial_carry(p) : C(0);
+    if (starts && chunks > 1) __threadfence();
     const C entering =
-        chunks == 1 ? initial : look_back(states, seq * chunks, seq * groups, k, map, initial);
-    if (rank == 0) entering_slot = entering;
+        chunks == 1 ? initial : look_back(tiles, tile - k, seq * groups, k, tile_map, initial);
+    if (rank == 0) {
+      entering_slot = entering;
+      if (k == chunks - 1) problem.finish(p, advance_state(tile_map, entering));
+    }
   }
   __syncthreads();
-  C carry = entering_slot;
-  problem.set_pin(pin_slot);
-  scan_tiles<Problem, kThreads, kItems, false>(problem, range, rank, group, carry);
-  if (rank == 0 && k == chunks - 1) problem.finish(p, carry);
+  const C entering = entering_slot;
+  if constexpr (kHold != LookbackHold::kRegisters) {  // take the elements back and convert again
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      if constexpr (kShared)
+        loaded[j] = held[j][rank];
+      else
+        problem.reload(loaded[j], origin + j * kRun);  // from L2 by now
+    }
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], origin + j * kRun, work[j]);
+  }
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) {
+    thread_scan<kReverse>(apply(exclusive[j], entering), work[j].a, work[j].b);
+    problem.store(work[j], origin + j * kRun);
+  }
 }
 
 /// Launches row `kRow` of `Table` for `Problem`: grid, block and template arguments from the row.

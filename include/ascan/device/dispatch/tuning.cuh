@@ -168,19 +168,27 @@ struct BackwardTuning<2> {
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
 
+/// Where a block of the multi-block path keeps its tile's loaded elements during the look-back.
+/// The look-back waits about two L2 round trips for the previous tile's aggregate (the tiles run
+/// in step), so the path needs many tiles resident per multiprocessor to keep loads in flight;
+/// holding the elements in registers caps that at two 4096-element blocks.
+enum class LookbackHold {
+  kRegisters,  ///< in registers (the most registers per thread)
+  kReload,     ///< nowhere: loaded again after the look-back, from L2 by then
+  kShared,     ///< in shared memory, copied there after the loads land
+};
+
 /// The multi-block path (lookback_kernel): its tile shape, and when it runs. A call takes it when
-/// a sequence spans more than one chunk and there are fewer than `max_sequences_per_sm`
+/// a sequence spans more than one of its tiles and there are fewer than `max_sequences_per_sm`
 /// sequences per multiprocessor (below that, one block per sequence leaves the GPU underfed).
 struct LookbackPolicy {
   int threads;  ///< threads per block
   int items;    ///< elements per thread per tile (whole 16-byte vectors)
   int min_blocks;
   double max_sequences_per_sm;
-  /// Tiles per chunk, the unit a block takes and the look-back joins. A chunk is read twice
-  /// (reduce, then scan, a pass apart), so the blocks' chunks must fit in L2 twice over.
-  int tiles_per_chunk = 1;
+  /// Where a tile's loaded elements wait while warp 0 looks back (see LookbackHold).
+  LookbackHold hold = LookbackHold::kRegisters;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
-  constexpr int64_t chunk() const { return tile() * tiles_per_chunk; }
 };
 
 /// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
@@ -219,9 +227,9 @@ template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   static constexpr LookbackPolicy kPolicy =
-      kBackward     ? LookbackPolicy{256, V, 4, kBytes == 2 ? 4.0 : 1.5, 4}
-      : kBytes == 2 ? LookbackPolicy{256, 2 * V, 4, 1.0, 4}
-                    : LookbackPolicy{256, 2 * V, 4, 2.0, 4};
+      kBackward     ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kReload}
+      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 1.0, LookbackHold::kShared}
+                    : LookbackPolicy{256, 4 * V, 4, 2.0, LookbackHold::kReload};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
