@@ -150,6 +150,165 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 }
 
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+/// Multi-block kernel, pipelined (forward scan, vector path): persistent blocks of kThreads
+/// compute threads and one look-back warp take tiles by ticket (position-major, as
+/// lookback_kernel). The compute threads copy each tile into shared memory with cp.async
+/// kAhead tiles ahead, so loads stay in flight whatever the look-back costs; per tile they
+/// reduce it and publish its aggregate (before waiting on anything), hand it to the look-back
+/// warp, and scan the tile before it with the state the look-back warp found meanwhile:
+///
+///   compute, pass i:  copy tile i+kAhead; reduce tile i, publish; take the state entering tile
+///                     i-1; hand tile i over; scan tile i-1 from shared memory and store.
+///   look-back warp:   take a tile, look back for it (tile_lookback.cuh), hand its state over.
+///
+/// Each thread copies and reads only its own slots, so the stages need no barrier; the compute
+/// threads meet at named barrier 1 (block scan), and hand tiles and states to the look-back warp
+/// at barriers 2 and 3, alternately, so that neither side runs two hand-overs ahead.
+///
+/// Progress: a tile's aggregate is published before its block waits on any look-back, and
+/// tickets go out in order. Take the lowest-numbered tile whose look-back waits: every earlier
+/// tile was taken by a running block whose wait, if any, is on a later tile, so it gets
+/// published. Neither co-residency nor the order in which blocks start matters.
+template <class Problem, int kThreads, int kItems, int kAhead, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads + kWarpThreads, kMinBlocks)
+    lookback_pipelined_kernel(const typename Problem::Params p,
+                              const TileStates<typename Problem::C> states, const int64_t chunks,
+                              const int64_t groups) {
+  using C = typename Problem::C;
+  using Loaded = typename Problem::Loaded;
+  constexpr bool kReverse = Problem::kReverse;
+  constexpr int kVec = Problem::kVec;
+  static_assert(kItems % kVec == 0 && kVec > 1, "whole 16-byte vectors");
+  constexpr int kRuns = kItems / kVec;
+  constexpr int64_t kRun = int64_t(kThreads) * kVec;
+  constexpr int64_t kTile = kRun * kRuns;
+  constexpr int kStages = kAhead + 2;  // the tile scanned, the tile reduced, kAhead in flight
+  constexpr int kRing = kAhead + 3;    // tickets are taken a pass before their copies go out
+  constexpr int kScanBarrier = 1, kHandBarrier = 2, kStateBarrier = 3;
+  constexpr int kAll = kThreads + kWarpThreads;
+  using Group = BlockScan<C, kThreads, kReverse, kRuns, kScanBarrier>;
+  struct Hand {
+    int64_t tile;  // < 0: no more tiles
+    Affine<C> map;
+    C initial;
+  };
+  __shared__ typename Group::TempStorage storage;
+  __shared__ int64_t ring[kRing];
+  __shared__ Hand hand;
+  __shared__ C state_slot;
+  extern __shared__ __align__(16) unsigned char pipelined_stages[];
+  auto* stage = reinterpret_cast<Loaded(*)[kRuns][kThreads]>(pipelined_stages);
+  const int rank = static_cast<int>(threadIdx.x);
+  const int64_t total = p.sequences * chunks;
+
+  if (rank == 0) {  // in order: a block's tickets rise with its passes
+#pragma unroll
+    for (int r = 0; r < kAhead + 2; ++r) ring[r] = atomicAdd(states.ticket, 1u);
+  }
+  __syncthreads();
+
+  if (rank >= kThreads) {  // the look-back warp
+    for (;;) {
+      named_barrier_sync(kHandBarrier, kAll);
+      const Hand h = hand;
+      if (h.tile < 0) return;
+      const int64_t k = h.tile / p.sequences, seq = h.tile - k * p.sequences;
+      const C entering =
+          chunks == 1 ? h.initial
+                      : look_back(states, seq * chunks, seq * groups, k, h.map, h.initial, false);
+      if (rank == kThreads) state_slot = entering;
+      named_barrier_arrive(kStateBarrier, kAll);
+    }
+  }
+
+  Group group(storage);
+  auto origin_of = [&](int64_t k) {
+    return (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
+  };
+  auto copy = [&](int64_t t, int s) {
+    if (t < total) {
+      const int64_t k = t / p.sequences, seq = t - k * p.sequences;
+      const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+      const int64_t origin = origin_of(k);
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) problem.load_async(stage[s][j][rank], origin + j * kRun);
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int r = 0; r < kAhead; ++r) copy(ring[r], r);
+
+  int64_t previous = -1;  // the tile reduced in the last pass, to scan in this one
+  Affine<C> previous_exclusive[kRuns], previous_map = affine_identity<C>();
+#pragma unroll 1
+  for (int64_t i = 0;; ++i) {
+    const int64_t t = ring[i % kRing];
+    unsigned int claimed = 0;
+    if (rank == 0) claimed = atomicAdd(states.ticket, 1u);  // tile i+kAhead+2, stored at the end
+    copy(ring[(i + kAhead) % kRing], static_cast<int>((i + kAhead) % kStages));
+    cp_async_wait<kAhead>();  // this thread's copies of tile i have landed
+
+    Affine<C> exclusive[kRuns], map = affine_identity<C>();
+    C initial = C(0);
+    if (t < total) {
+      const int64_t k = t / p.sequences, seq = t - k * p.sequences;
+      const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+      const int64_t origin = origin_of(k);
+      Affine<C> aggregate[kRuns];
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) {
+        typename Problem::Work work;
+        problem.convert(stage[i % kStages][j][rank], origin + j * kRun, work);
+        aggregate[j] = thread_reduce<kReverse>(work.a, work.b);
+      }
+      group.exclusive_scan(aggregate, exclusive, map);
+      if (rank == 0) {
+        // As lookback_kernel: the first two groups read the initial carry before publishing.
+        const bool starts = k < 2 * kTilesPerGroup;
+        if (starts) initial = problem.initial_carry(p);
+        if (starts && chunks > 1) __threadfence();
+        if (chunks > 1) publish(states.tiles + seq * chunks + k, map);
+      }
+    }
+
+    C entering = C(0);
+    if (previous >= 0) {
+      named_barrier_sync(kStateBarrier, kAll);
+      entering = state_slot;
+    }
+    if (rank == 0) hand = Hand{t < total ? t : -1, map, initial};
+    named_barrier_arrive(kHandBarrier, kAll);
+
+    if (previous >= 0) {
+      const int64_t k = previous / p.sequences, seq = previous - k * p.sequences;
+      const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+      const int64_t origin = origin_of(k);
+      const int s = static_cast<int>((i + kStages - 1) % kStages);
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) {
+        typename Problem::Work work;
+        problem.convert(stage[s][j][rank], origin + j * kRun, work);
+        thread_scan<kReverse>(apply(previous_exclusive[j], entering), work.a, work.b);
+        problem.store(work, origin + j * kRun);
+      }
+      if (rank == 0 && k == chunks - 1) problem.finish(p, advance_state(previous_map, entering));
+    }
+    if (t >= total) return;
+    previous = t;
+    previous_map = map;
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) previous_exclusive[j] = exclusive[j];
+    if (rank == 0) ring[(i + kAhead + 2) % kRing] = claimed;
+  }
+}
+
 /// Launches row `kRow` of `Table` for `Problem`: grid, block and template arguments from the row.
 template <class Problem, class Table, int kRow>
 cudaError_t launch_row(const typename Problem::Params& p, cudaStream_t stream) {
