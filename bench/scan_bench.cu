@@ -683,14 +683,11 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
 // dispatch (default tables); lookback rows run one candidate tile shape of the multi-block kernel
 // (forward direction, vector path) to choose LookbackTuning.
 using ascan::detail::LookbackHold;
-template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold, int kAhead = 0>
+template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold>
 struct LookbackCandidate {
-  static constexpr ascan::detail::LookbackPolicy kPolicy{
-      kThreads, kVectors * 16 / int(sizeof(T)), kMinBlocks, 4, kHold, kAhead};
+  static constexpr ascan::detail::LookbackPolicy kPolicy{kThreads, kVectors * 16 / int(sizeof(T)),
+                                                         kMinBlocks, 4, kHold};
   static std::string name() {
-    if (kAhead > 0)
-      return "pipelined_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_a" +
-             std::to_string(kAhead);
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
            std::to_string(kMinBlocks) +
            (kHold == LookbackHold::kRegisters ? "_registers"
@@ -701,15 +698,14 @@ struct LookbackCandidate {
 constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared;
 template <class T>
 using ForwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 4, 4, kReload>, LookbackCandidate<T, 256, 4, 5, kShared>,
-               LookbackCandidate<T, 256, 4, 1, kReload, 1>,
-               LookbackCandidate<T, 256, 2, 1, kReload, 2>,
-               LookbackCandidate<T, 256, 2, 1, kReload, 4>,
-               LookbackCandidate<T, 128, 4, 1, kReload, 2>,
-               LookbackCandidate<T, 256, 4, 1, kReload, 3>>;
+    std::tuple<LookbackCandidate<T, 256, 4, 4, kReload>, LookbackCandidate<T, 256, 4, 4, kShared>,
+               LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 256, 4, 6, kShared>,
+               LookbackCandidate<T, 128, 4, 10, kShared>, LookbackCandidate<T, 256, 2, 8, kShared>>;
 template <class T>
 using BackwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 256, 2, 4, kShared>>;
+    std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 256, 2, 4, kShared>,
+               LookbackCandidate<T, 256, 2, 5, kShared>, LookbackCandidate<T, 256, 2, 6, kShared>,
+               LookbackCandidate<T, 128, 4, 5, kShared>, LookbackCandidate<T, 128, 2, 10, kShared>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {

@@ -413,11 +413,10 @@ inline const char* via_name(Via v) {
 /// doubles): two warps and two runs, so the block scan's every step is exercised.
 template <int kBytes, bool kBackward>
 struct SmallLookback {
-  // The library's choice of where a tile's elements wait during the look-back and of the
-  // pipelined kernel, so that the forced cases run the code the long shapes run.
+  // The library's choice of where a tile's elements wait during the look-back, so that the forced
+  // cases run the code the long shapes run.
   static constexpr detail::LookbackPolicy kPolicy{
-      64, 2 * 16 / kBytes, 1, 4, detail::LookbackTuning<kBytes, kBackward>::kPolicy.hold,
-      detail::LookbackTuning<kBytes, kBackward>::kPolicy.ahead};
+      64, 2 * 16 / kBytes, 1, 4, detail::LookbackTuning<kBytes, kBackward>::kPolicy.hold};
 };
 
 /// The public entry points of the forward and backward pass under one name.

@@ -15,9 +15,7 @@ namespace ascan {
 /// Block-wide scans of Affine pairs, `kThreads` threads (a multiple of 32, at most 1024), one
 /// pair per thread in each of `kRuns` runs (a striped tile of kRuns * kThreads pairs). Construct
 /// it over a TempStorage in shared memory; every thread of the block must make the same calls.
-/// `kBarrier` 0 meets at __syncthreads; another value scans the first kThreads threads of a
-/// larger block (warps 0 .. kThreads / 32 - 1) and meets at that named barrier.
-template <class C, int kThreads, bool kReverse = false, int kRuns = 1, int kBarrier = 0>
+template <class C, int kThreads, bool kReverse = false, int kRuns = 1>
 class BlockScan {
  public:
   static_assert(kThreads % kWarpThreads == 0 && kThreads <= 1024,
@@ -65,7 +63,7 @@ class BlockScan {
       }
       if (lane == (kReverse ? 0 : kWarpThreads - 1)) slots[j][warp] = inclusive;
     }
-    sync();
+    __syncthreads();
 
     // Every warp scans each run's kWarps aggregates itself; lane w holds warp w's.
     const bool first_warp = kReverse ? warp == kWarps - 1 : warp == 0;
@@ -123,13 +121,6 @@ class BlockScan {
   }
 
  private:
-  static __device__ __forceinline__ void sync() {
-    if constexpr (kBarrier == 0)
-      __syncthreads();
-    else
-      asm volatile("bar.sync %0, %1;" ::"n"(kBarrier), "n"(kThreads) : "memory");
-  }
-
   TempStorage& storage_;
   int parity_ = 0;
 };

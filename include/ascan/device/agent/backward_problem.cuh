@@ -60,8 +60,6 @@ struct BackwardProblem {
   static constexpr int kGateShift = kForwardReverse ? -1 : 1;
   static constexpr int kStateShift = -kGateShift;
 
-  static constexpr bool kCopiesAsync = false;  ///< no load_async (its edges go through registers)
-
   struct Loaded {
     alignas(16) T a[kVec];
     alignas(16) T x[kVec];

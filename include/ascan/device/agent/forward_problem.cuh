@@ -40,8 +40,6 @@ struct ForwardProblem {
   static constexpr bool kReverse = kReverseScan;
   static constexpr int kVec = kAccessItems<T, kVector>;
 
-  static constexpr bool kCopiesAsync = true;  ///< has load_async
-
   struct Loaded {
     alignas(16) T a[kVec];
     alignas(16) T b[kVec];
@@ -59,12 +57,6 @@ struct ForwardProblem {
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const {
     load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
     load_vector<kVec>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
-  }
-  /// load() into `slot` in shared memory, by cp.async where it can (the pipelined multi-block
-  /// kernel); the slot is read after the copies land.
-  __device__ __forceinline__ void load_async(Loaded& slot, int64_t v) const {
-    load_vector_async<kVec>(a, v, lo, hi, slot.a, to_storage<T>(C(1)));
-    load_vector_async<kVec>(b, v, lo, hi, slot.b, to_storage<T>(C(0)));
   }
   /// Loads the elements again (the multi-block path's LookbackHold::kReload): only this tile
   /// writes its positions, and it has not yet.

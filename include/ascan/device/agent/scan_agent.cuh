@@ -67,33 +67,6 @@ __device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, i
   }
 }
 
-/// Copies 16 bytes from global to shared memory without passing through registers (cp.async,
-/// through L2 only). It lands by this thread's cp.async.wait_group that covers its group.
-__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
-  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(global) : "memory");
-}
-/// Closes this thread's current group of cp.async copies.
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-/// Waits until at most kPending of this thread's groups of cp.async copies are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-
-/// load_vector into `r` in shared memory: a whole vector by cp.async (see cp_async_16), anything
-/// else by guarded scalars.
-template <int kVec, class T>
-__device__ __forceinline__ void load_vector_async(const T* p, int64_t v, int64_t lo, int64_t hi,
-                                                  T (&r)[kVec], T fill) {
-  if (kVec > 1 && v >= lo && v + kVec <= hi) {
-    cp_async_16(r, p + v);
-  } else {
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) r[i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
-  }
-}
-
 /// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]`.
 template <int kVec, class T>
 __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_t hi,

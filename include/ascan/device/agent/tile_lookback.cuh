@@ -83,13 +83,11 @@ template <class C>
 struct TileStates {
   TileRecord<C>* tiles;
   GroupRecord<C>* groups;
-  /// Hands out tiles in order to the persistent kernel (lookback_pipelined_kernel).
-  unsigned int* ticket;
 
   static constexpr size_t kAlign = 16;
-  /// Bytes of records (and the ticket counter, 16 bytes) at the (aligned) start of the workspace.
+  /// Bytes of records at the (aligned) start of the workspace.
   static constexpr size_t reset_bytes(int64_t tiles, int64_t groups) {
-    return kAlign + static_cast<size_t>(tiles) * sizeof(TileRecord<C>) +
+    return static_cast<size_t>(tiles) * sizeof(TileRecord<C>) +
            static_cast<size_t>(groups) * sizeof(GroupRecord<C>);
   }
   /// Bytes of workspace, with room to align a workspace of any alignment.
@@ -106,7 +104,6 @@ struct TileStates {
     TileStates s;
     s.tiles = static_cast<TileRecord<C>*>(align(workspace));
     s.groups = reinterpret_cast<GroupRecord<C>*>(s.tiles + tiles);
-    s.ticket = reinterpret_cast<unsigned int*>(s.groups + groups);
     return s;
   }
 };
@@ -248,9 +245,8 @@ __device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t 
 
 /// The state entering tile k (in scan order) of a sequence whose tile 0 is `first_tile`, group 0
 /// `first_group` and initial carry `initial`, given the tile's own aggregate `own`. Publishes the
-/// tile's aggregate (unless `publish_own` is false: the caller has) and, when the tile closes a
-/// group, the group's aggregate and state. Called by all 32 lanes of one warp; every lane
-/// returns the state.
+/// tile's aggregate and, when the tile closes a group, the group's aggregate and state. Called
+/// by all 32 lanes of one warp; every lane returns the state.
 ///
 /// Tile 32m+i reads, in one round of loads: the aggregates of tiles 32m .. 32m+i-1 (the map in
 /// front of it within its group), those of all 32 tiles of group m-1 (G(m-1), by the same
@@ -262,13 +258,13 @@ __device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t 
 template <class C>
 __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_tile,
                                        int64_t first_group, int64_t k, const Affine<C>& own,
-                                       C initial, bool publish_own = true) {
+                                       C initial) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
   const int64_t m = k / kTilesPerGroup;
   const int i = static_cast<int>(k % kTilesPerGroup);
   const bool closes = i == kTilesPerGroup - 1;
   const TileRecord<C>* group_tiles = s.tiles + first_tile + m * kTilesPerGroup;
-  if (lane == 0 && publish_own) publish(s.tiles + first_tile + k, own);
+  if (lane == 0) publish(s.tiles + first_tile + k, own);
 
   // Lane l: x = tile 32m+l of this group (lanes < i; this tile's own at lane i; identity above),
   // y = tile 32(m-1)+l, and group m-2-l's record.

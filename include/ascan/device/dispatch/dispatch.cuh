@@ -111,30 +111,6 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
   cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
                                   TileStates<C>::reset_bytes(tiles, groups), stream);
   if (e != cudaSuccess) return e;
-  if constexpr (P.ahead > 0 && Problem::kCopiesAsync && Problem::kVec > 1) {
-    constexpr int kBlockThreads = P.threads + kWarpThreads;
-    constexpr size_t kStageBytes = size_t(P.ahead + 2) * (P.items / Problem::kVec) * P.threads *
-                                   sizeof(typename Problem::Loaded);
-    // As many blocks per multiprocessor as 200 KB of stages allow, at most 7 of 288 threads.
-    constexpr int kFit = static_cast<int>(200 * 1024 / kStageBytes);
-    constexpr int kPerSm = kFit < 1 ? 1 : kFit > 7 ? 7 : kFit;
-    const auto kernel = lookback_pipelined_kernel<Problem, P.threads, P.items, P.ahead, kPerSm>;
-    int device = 0, sms = 0, per_sm = 0;
-    e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(kStageBytes));
-    if (e == cudaSuccess)
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlockThreads,
-                                                        kStageBytes);
-    if (e != cudaSuccess) return e;
-    const int64_t total = p.sequences * chunks;
-    const int64_t resident = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
-    kernel<<<static_cast<unsigned>(total < resident ? total : resident), kBlockThreads,
-             kStageBytes, stream>>>(p, states, chunks, ceil_div(chunks, kTilesPerGroup));
-    return cudaGetLastError();
-  }
   lookback_kernel<Problem, P.threads, P.items, kMinBlocks, kHold>
       <<<static_cast<unsigned>(p.sequences * chunks), P.threads, 0, stream>>>(
           p, states, chunks, ceil_div(chunks, kTilesPerGroup));

@@ -188,10 +188,6 @@ struct LookbackPolicy {
   double max_sequences_per_sm;
   /// Where a tile's loaded elements wait while warp 0 looks back (see LookbackHold).
   LookbackHold hold = LookbackHold::kRegisters;
-  /// > 0: the forward vector path runs lookback_pipelined_kernel instead, `threads` compute
-  /// threads and a look-back warp per block, tiles copied this many ahead (`min_blocks` and
-  /// `hold` then apply to the other paths only).
-  int ahead = 0;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
@@ -232,8 +228,8 @@ struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   static constexpr LookbackPolicy kPolicy =
       kBackward     ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kReload}
-      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 1.0, LookbackHold::kShared, 1}
-                    : LookbackPolicy{256, 4 * V, 4, 2.0, LookbackHold::kReload, 1};
+      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 1.0, LookbackHold::kShared}
+                    : LookbackPolicy{256, 4 * V, 4, 2.0, LookbackHold::kReload};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
