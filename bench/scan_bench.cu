@@ -690,9 +690,7 @@ struct LookbackCandidate {
   static std::string name() {
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
            std::to_string(kMinBlocks) +
-           (kHold == LookbackHold::kRegisters ? "_registers"
-            : kHold == LookbackHold::kReload  ? "_reload"
-                                              : "_shared");
+           (kHold == LookbackHold::kReload ? "_reload" : "_shared");
   }
 };
 constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared;

@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 ///
 /// The look-back takes longer than the tile's loads (bench/RESULTS.md has the phase profile), so
 /// throughput comes from tiles resident per multiprocessor. `kHold` says where the elements wait
-/// meanwhile: in registers (two 4096-element blocks per multiprocessor), reloaded from L2, or in
-/// shared memory (four or five blocks).
+/// meanwhile: nowhere (reloaded from L2) or in shared memory, which lets four or five blocks
+/// stay resident per multiprocessor.
 template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
@@ -132,17 +132,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
   __syncthreads();
   const C entering = entering_slot;
-  if constexpr (kHold != LookbackHold::kRegisters) {  // take the elements back and convert again
+  // Take the elements back and convert them again.
 #pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      if constexpr (kShared)
-        loaded[j] = held[j][rank];
-      else
-        problem.reload(loaded[j], origin + j * kRun);  // from L2 by now
-    }
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], origin + j * kRun, work[j]);
+  for (int j = 0; j < kRuns; ++j) {
+    if constexpr (kShared)
+      loaded[j] = held[j][rank];
+    else
+      problem.reload(loaded[j], origin + j * kRun);  // from L2 by now
   }
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], origin + j * kRun, work[j]);
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) {
     thread_scan<kReverse>(apply(exclusive[j], entering), work[j].a, work[j].b);
