@@ -690,15 +690,19 @@ struct LookbackCandidate {
   static std::string name() {
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
            std::to_string(kMinBlocks) +
-           (kHold == LookbackHold::kReload ? "_reload" : "_shared");
+           (kHold == LookbackHold::kReload   ? "_reload"
+            : kHold == LookbackHold::kShared ? "_shared"
+                                             : "_staged");
   }
 };
-constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared;
+constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared,
+                       kStaged = LookbackHold::kStaged;
 template <class T>
 using ForwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 4, 4, kReload>, LookbackCandidate<T, 256, 4, 4, kShared>,
-               LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 256, 4, 6, kShared>,
-               LookbackCandidate<T, 128, 4, 10, kShared>, LookbackCandidate<T, 256, 2, 8, kShared>>;
+    std::tuple<LookbackCandidate<T, 256, 4, 4, kReload>, LookbackCandidate<T, 256, 4, 5, kShared>,
+               LookbackCandidate<T, 128, 7, 7, kStaged>, LookbackCandidate<T, 128, 9, 6, kStaged>,
+               LookbackCandidate<T, 128, 11, 4, kStaged>, LookbackCandidate<T, 128, 13, 4, kStaged>,
+               LookbackCandidate<T, 64, 9, 11, kStaged>, LookbackCandidate<T, 64, 13, 8, kStaged>>;
 template <class T>
 using BackwardCandidates =
     std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 256, 2, 4, kShared>,

@@ -55,6 +55,7 @@ struct BackwardProblem {
   using C = compute_t<T>;
   static constexpr bool kReverse = !kForwardReverse;
   static constexpr int kVec = kAccessItems<T, kVector>;
+  static constexpr bool kStageable = false;  ///< staged tiles: forward only (LookbackHold)
   // Offset of the gate paired with position t (t+1, or t-1 mirrored) and of the state that
   // multiplies d[t] (t-1, or t+1 mirrored).
   static constexpr int kGateShift = kForwardReverse ? -1 : 1;

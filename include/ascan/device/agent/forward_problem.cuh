@@ -36,9 +36,13 @@ struct ScanParams {
 template <class T, bool kReverseScan, bool kVector>
 struct ForwardProblem {
   using Params = ScanParams<T>;
+  using Storage = T;
   using C = compute_t<T>;
   static constexpr bool kReverse = kReverseScan;
   static constexpr int kVec = kAccessItems<T, kVector>;
+  /// Whether the multi-block path may stage its tiles with bulk copies (LookbackHold::kStaged):
+  /// on the vector path, where gates, tokens and out share one 16-byte grid.
+  static constexpr bool kStageable = kVector;
 
   struct Loaded {
     alignas(16) T a[kVec];

@@ -103,17 +103,37 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
   constexpr LookbackPolicy P = Lookback::kPolicy;
   using C = typename Problem::C;
   constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
-  // The scalar path holds kVec times more runs, too many for shared memory: it reloads instead.
-  constexpr LookbackHold kHold =
-      Problem::kVec == 1 && P.hold == LookbackHold::kShared ? LookbackHold::kReload : P.hold;
   const int64_t chunks = ceil_div(p.span_bound, P.tile());
+  const auto grid = static_cast<unsigned>(p.sequences * chunks);
+  const int64_t groups_per_sequence = ceil_div(chunks, kTilesPerGroup);
   const TileStates<C> states = TileStates<C>::carve(workspace, tiles, groups);
-  cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
-                                  TileStates<C>::reset_bytes(tiles, groups), stream);
-  if (e != cudaSuccess) return e;
+  const auto reset = [&] {
+    return cudaMemsetAsync(TileStates<C>::align(workspace), 0,
+                           TileStates<C>::reset_bytes(tiles, groups), stream);
+  };
+  cudaError_t e;
+  if constexpr (P.hold == LookbackHold::kStaged && Problem::kStageable) {
+    auto* kernel = lookback_staged_kernel<Problem, P.threads, P.items, kMinBlocks>;
+    bool supported = false;
+    if ((e = stage_supported(kernel, supported)) != cudaSuccess) return e;
+    if (supported) {
+      constexpr int kShared = int(2 * P.tile() * sizeof(typename Problem::Storage));
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
+      if (e != cudaSuccess || (e = reset()) != cudaSuccess) return e;
+      kernel<<<grid, P.threads, kShared, stream>>>(p, states, chunks, groups_per_sequence);
+      return cudaGetLastError();
+    }
+  }
+  // The scalar path holds kVec times more runs, too many for shared memory: it reloads instead;
+  // so does a staged policy where bulk copies are not available.
+  constexpr LookbackHold kHold =
+      P.hold == LookbackHold::kStaged ||
+              (Problem::kVec == 1 && P.hold == LookbackHold::kShared)
+          ? LookbackHold::kReload
+          : P.hold;
+  if ((e = reset()) != cudaSuccess) return e;
   lookback_kernel<Problem, P.threads, P.items, kMinBlocks, kHold>
-      <<<static_cast<unsigned>(p.sequences * chunks), P.threads, 0, stream>>>(
-          p, states, chunks, ceil_div(chunks, kTilesPerGroup));
+      <<<grid, P.threads, 0, stream>>>(p, states, chunks, groups_per_sequence);
   return cudaGetLastError();
 }
 

@@ -10,6 +10,8 @@
 // Many blocks per sequence, for few long sequences (scratch memory for the tile states):
 //   lookback_kernel  every tile of every sequence scanned by one block, tiles of a sequence
 //                    joined by decoupled look-back (device/agent/tile_lookback.cuh).
+//   lookback_staged_kernel  the same, the tile staged in shared memory by bulk copies
+//                    (device/agent/tile_staging.cuh; sm_90, forward vector path).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,6 +24,7 @@
 #include "../agent/backward_problem.cuh"
 #include "../agent/forward_problem.cuh"
 #include "../agent/tile_lookback.cuh"
+#include "../agent/tile_staging.cuh"
 #include "tuning.cuh"
 
 namespace ascan {
@@ -57,6 +60,34 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   Group group(storage);
   for (int64_t seq = blockIdx.x; seq < p.sequences; seq += gridDim.x)
     scan_sequence<Problem, kThreads, kItems, kOneTile>(p, seq, true, threadIdx.x, group);
+}
+
+/// The state entering tile k of sequence `seq` (block-wide, after the block has scanned its
+/// tile into `tile_map`): warp 0 looks back (publishing the tile's aggregate), thread 0 hands the
+/// state to every thread through `slot`, and the sequence's last tile gives the final carry to
+/// Problem::finish.
+template <class Problem, class C = typename Problem::C>
+__device__ __forceinline__ C enter_tile(const Problem& problem, const typename Problem::Params& p,
+                                        const TileStates<C>& tiles, int64_t seq, int64_t k,
+                                        int64_t chunks, int64_t groups, const Affine<C>& tile_map,
+                                        C& slot) {
+  if (threadIdx.x < kWarpThreads) {
+    // Only the first two groups of tiles start from the initial carry. The last tile may write
+    // the final state over it (they may alias): it does so only after every earlier tile has
+    // published its aggregate, and the fence orders this tile's read before its publication.
+    const bool starts = k < 2 * kTilesPerGroup;
+    const C initial = starts ? problem.initial_carry(p) : C(0);
+    if (starts && chunks > 1) __threadfence();
+    const C entering = chunks == 1 ? initial
+                                   : look_back(tiles, seq * chunks, seq * groups, k, tile_map,
+                                               initial);
+    if (threadIdx.x == 0) {
+      slot = entering;
+      if (k == chunks - 1) problem.finish(p, advance_state(tile_map, entering));
+    }
+  }
+  __syncthreads();
+  return slot;
 }
 
 /// Multi-block kernel: block b scans tile k = b / S (in scan order) of sequence b % S, S the
@@ -98,7 +129,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // likely published by the time the look-back asks (measured: +0.05-0.13 with 8-128 sequences).
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
-  const int64_t tile = seq * chunks + k;
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
   const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
 
@@ -116,22 +146,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   Affine<C> exclusive[kRuns], tile_map;
   group.exclusive_scan(aggregate, exclusive, tile_map);
 
-  if (rank < kWarpThreads) {
-    // Only the first two groups of tiles start from the initial carry. The last tile may write
-    // the final state over it (they may alias): it does so only after every earlier tile has
-    // published its aggregate, and the fence orders this tile's read before its publication.
-    const bool starts = k < 2 * kTilesPerGroup;
-    const C initial = starts ? problem.initial_carry(p) : C(0);
-    if (starts && chunks > 1) __threadfence();
-    const C entering =
-        chunks == 1 ? initial : look_back(tiles, tile - k, seq * groups, k, tile_map, initial);
-    if (rank == 0) {
-      entering_slot = entering;
-      if (k == chunks - 1) problem.finish(p, advance_state(tile_map, entering));
-    }
-  }
-  __syncthreads();
-  const C entering = entering_slot;
+  const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
   // Take the elements back and convert them again.
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) {
@@ -146,6 +161,116 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   for (int j = 0; j < kRuns; ++j) {
     thread_scan<kReverse>(apply(exclusive[j], entering), work[j].a, work[j].b);
     problem.store(work[j], origin + j * kRun);
+  }
+}
+
+/// Multi-block kernel with the tile staged in shared memory by bulk copies
+/// (LookbackHold::kStaged, device/agent/tile_staging.cuh; sm_90 and later, vector path). Same
+/// tiles, look-back and order as lookback_kernel; what differs is where the elements are:
+///   - thread r owns kItems / kVec consecutive 16-byte vectors of the tile (blocked, not
+///     striped: the bulk copies fill shared memory contiguously, and an odd count of vectors per
+///     thread makes the threads' 16-byte reads conflict-free);
+///   - lane 0 of each warp copies the warp's stretch of gates and tokens into shared memory and
+///     the warp waits on its own barrier; a stretch that reaches outside the sequence is staged
+///     by the warp's lanes instead, element by element, with the identity (1, 0) outside;
+///   - registers hold no elements across the look-back, so resident tiles are bounded by shared
+///     memory only: up to about 200 KB of tiles per multiprocessor;
+///   - the states overwrite the tokens in shared memory and go out by one bulk copy per warp.
+template <class Problem, int kThreads, int kItems, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    lookback_staged_kernel(const typename Problem::Params p,
+                           const TileStates<typename Problem::C> tiles, const int64_t chunks,
+                           const int64_t groups) {
+  using C = typename Problem::C;
+  using T = typename Problem::Storage;
+  constexpr bool kReverse = Problem::kReverse;
+  constexpr int kVec = Problem::kVec;
+  static_assert(Problem::kStageable && kVec * sizeof(T) == 16, "staged tiles are 16-byte vectors");
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kVectors = kItems / kVec;  // per thread, consecutive
+  constexpr int kWarps = kThreads / kWarpThreads;
+  constexpr int kWarpVectors = kWarpThreads * kVectors;
+  constexpr int64_t kWarpSpan = int64_t(kWarpVectors) * kVec;  // elements per warp
+  constexpr int64_t kTile = kWarpSpan * kWarps;
+  static_assert(kThreads % kWarpThreads == 0, "whole warps");
+
+  extern __shared__ uint4 staged[];  // gates: kTile / kVec vectors, then tokens (then states)
+  __shared__ uint64_t landed[kWarps];
+  using Group = BlockScan<C, kThreads, kReverse, 1>;
+  __shared__ typename Group::TempStorage storage;
+  __shared__ C entering_slot;
+
+  const int rank = static_cast<int>(threadIdx.x);
+  const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
+  const int64_t k = blockIdx.x / p.sequences;
+  const int64_t seq = blockIdx.x - k * p.sequences;
+  const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+  const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + warp * kWarpSpan;
+  const bool whole = origin >= problem.lo && origin + kWarpSpan <= problem.hi;
+  uint4* const ga = staged + warp * kWarpVectors;
+  uint4* const gb = staged + kTile / kVec + warp * kWarpVectors;
+  constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
+  if (whole) {
+    if (lane == 0) stage_pair(&landed[warp], ga, problem.a + origin, gb, problem.b + origin, kBytes);
+    __syncwarp();
+    wait_staged(&landed[warp]);
+  } else {
+    T* const ea = reinterpret_cast<T*>(ga);
+    T* const eb = reinterpret_cast<T*>(gb);
+    for (int e = lane; e < kWarpSpan; e += kWarpThreads) {
+      const int64_t v = origin + e;
+      const bool inside = v >= problem.lo && v < problem.hi;
+      ea[e] = inside ? problem.a[v] : to_storage<T>(C(1));
+      eb[e] = inside ? problem.b[v] : to_storage<T>(C(0));
+    }
+    __syncwarp();
+  }
+
+  // Vector j of this thread, its grid position, and its elements converted.
+  const int first = lane * kVectors;
+  auto read = [&](int j, typename Problem::Work& w) {
+    typename Problem::Loaded loaded;
+    *reinterpret_cast<uint4*>(loaded.a) = ga[first + j];
+    *reinterpret_cast<uint4*>(loaded.b) = gb[first + j];
+    problem.convert(loaded, origin + int64_t(first + j) * kVec, w);
+  };
+  Affine<C> mine = affine_identity<C>();
+#pragma unroll
+  for (int s = 0; s < kVectors; ++s) {
+    const int j = kReverse ? kVectors - 1 - s : s;
+    typename Problem::Work w;
+    read(j, w);
+    const Affine<C> f = thread_reduce<kReverse>(w.a, w.b);
+    mine = s == 0 ? f : compose(mine, f);
+  }
+  Group group(storage);
+  Affine<C> exclusive, tile_map;
+  group.exclusive_scan(mine, exclusive, tile_map);
+  const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
+
+  C state = apply(exclusive, entering);
+#pragma unroll
+  for (int s = 0; s < kVectors; ++s) {
+    const int j = kReverse ? kVectors - 1 - s : s;
+    typename Problem::Work w;
+    read(j, w);
+    state = thread_scan<kReverse>(state, w.a, w.b);
+    alignas(16) T y[kVec];
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
+    gb[first + j] = *reinterpret_cast<const uint4*>(y);
+  }
+  if (whole) {
+    fence_for_unstage();
+    __syncwarp();
+    if (lane == 0) unstage(problem.x + origin, gb, kBytes);
+  } else {
+    __syncwarp();
+    const T* const ex = reinterpret_cast<const T*>(gb);
+    for (int e = lane; e < kWarpSpan; e += kWarpThreads) {
+      const int64_t v = origin + e;
+      if (v >= problem.lo && v < problem.hi) problem.x[v] = ex[e];
+    }
   }
 }
 

@@ -169,13 +169,17 @@ struct BackwardTuning<2> {
 };
 
 /// Where a block of the multi-block path keeps its tile's loaded elements during the look-back.
-/// The look-back waits about two L2 round trips for the previous tile's aggregate (the tiles run
-/// in step), so the path needs many tiles resident per multiprocessor to keep loads in flight.
-/// Holding the elements in registers allowed only two 4096-element blocks per multiprocessor
-/// and measured 0.44-0.59 of the copy (the "registers" column below); that mode was removed.
+/// The look-back takes 3.5-4 us under full memory load, as long as a tile's own loads (phase
+/// profile in bench/RESULTS.md), so the path needs many tiles resident per multiprocessor to keep
+/// loads in flight. Holding the elements in registers allowed only two 4096-element blocks per
+/// multiprocessor and measured 0.44-0.59 of the copy (the "registers" column below); that mode
+/// was removed.
 enum class LookbackHold {
   kReload,  ///< nowhere: loaded again after the look-back, from L2 by then
   kShared,  ///< in shared memory, copied there after the loads land
+  /// In shared memory, put there by bulk copies and never held in registers
+  /// (lookback_staged_kernel): forward vector path on sm_90 and later; elsewhere kReload.
+  kStaged,
 };
 
 /// The multi-block path (lookback_kernel): its tile shape, and when it runs. A call takes it when
@@ -193,22 +197,26 @@ struct LookbackPolicy {
 
 /// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
 ///
-/// Tile shape: 256 threads, 4 vectors per thread forward and 2 backward, 4 blocks per
-/// multiprocessor (5 for 16-bit forward), the elements reloaded from L2 after the look-back (held
-/// in shared memory for 16-bit forward). From the tile-shape sweep on the H200 (bench
-/// --ascan_tune_multi, 2026-11-29, results/multiblock_one_round_sweep.json), efficiency against
-/// the same-traffic copy on (1, 1, 2^28) / (2, 4, 2^24) (the m2-registers column from the run
-/// before, results/multiblock_one_round_reload_sweep.json):
+/// Tile shape. Float (and double) forward: 128 threads x 9 vectors, staged in shared memory by
+/// bulk copies (36 KB a tile, 6 blocks per multiprocessor). 16-bit forward: 256 threads x 4
+/// vectors, loaded into registers and held in shared memory (5 blocks). Backward: 256 threads x 2
+/// vectors, reloaded from L2 (4 blocks). From the tile-shape sweeps on the H200
+/// (bench --ascan_tune_multi; efficiency against the same-traffic copy on (1, 1, 2^28) /
+/// (1, 16, 2^22) / (2, 4, 2^24) / (1, 128, 2^20), forward, 2026-11-30,
+/// results/multiblock_staged_sweep.json):
 ///
-///                  256x4 m2 registers   256x4 m4 reload   256x4 m5 shared   128x4 m10 shared
-///   f32 forward       0.55 / 0.54          0.75 / 0.79       0.73 / 0.71       0.70 / 0.69
-///   bf16 forward      0.59 / 0.53          0.68 / 0.64       0.73 / 0.71       0.70 / 0.69
+///                  256x4 m4 reload          256x4 m5 shared          128x9 m6 staged
+///   f32 forward    0.72 / 0.81 / 0.78 / 0.90  0.57 / 0.58 / 0.59 / 0.66  0.76 / 0.81 / 0.84 / 0.88
+///   bf16 forward   0.71 / 0.73 / 0.69 / 0.82  0.73 / 0.78 / 0.79 / 0.83  0.71 / 0.75 / 0.78 / 0.82
+///
+/// Staged tiles of 128 threads beat 256 at the same shared memory per multiprocessor, and more
+/// vectors per thread beat fewer (5, 7, 9: 0.68, 0.72, 0.76 on (1, 1, 2^28)). The backward rows
+/// come from the earlier sweep (results/multiblock_one_round_sweep.json, (1, 1, 2^28) /
+/// (2, 4, 2^24)):
+///
 ///                  256x2 m2 registers   256x2 m4 reload   256x2 m5 shared   128x2 m10 shared
 ///   f32 backward      0.46 / 0.46          0.58 / 0.58       0.60 / 0.60       0.58 / 0.58
 ///   bf16 backward     0.44 / 0.44          0.54 / 0.54       0.28 / 0.28 (spills)
-///
-/// (That sweep ran before blocks took tiles position-major, which added 0.0-0.13; the ranking
-/// of shapes is what it decided.)
 ///
 /// Crossover (position-major build, 2026-11-29, results/multiblock_position_major_crossover.json):
 /// efficiency of each path forced, S sequences of 2^16 elements (2^20 where marked).
@@ -229,7 +237,7 @@ struct LookbackTuning {
   static constexpr LookbackPolicy kPolicy =
       kBackward     ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kReload}
       : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 1.0, LookbackHold::kShared}
-                    : LookbackPolicy{256, 4 * V, 4, 2.0, LookbackHold::kReload};
+                    : LookbackPolicy{128, 9 * V, 6, 2.0, LookbackHold::kStaged};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
