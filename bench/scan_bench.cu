@@ -683,12 +683,15 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
 // dispatch (default tables); lookback rows run one candidate tile shape of the multi-block kernel
 // (forward direction, vector path) to choose LookbackTuning.
 using ascan::detail::LookbackHold;
-template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold>
+template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold,
+          int kRegisterVectors = 0>
 struct LookbackCandidate {
-  static constexpr ascan::detail::LookbackPolicy kPolicy{kThreads, kVectors * 16 / int(sizeof(T)),
-                                                         kMinBlocks, 4, kHold};
+  static constexpr int kV = 16 / int(sizeof(T));
+  static constexpr ascan::detail::LookbackPolicy kPolicy{
+      kThreads, (kVectors + kRegisterVectors) * kV, kMinBlocks, 4, kHold, kRegisterVectors* kV};
   static std::string name() {
-    return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) + "_m" +
+    return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) +
+           (kRegisterVectors > 0 ? "_r" + std::to_string(kRegisterVectors) : std::string()) + "_m" +
            std::to_string(kMinBlocks) +
            (kHold == LookbackHold::kReload   ? "_reload"
             : kHold == LookbackHold::kShared ? "_shared"
@@ -697,12 +700,14 @@ struct LookbackCandidate {
 };
 constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared,
                        kStaged = LookbackHold::kStaged;
+// Staged candidates: v = vectors per thread staged in shared memory, r = vectors per thread held
+// in registers.
 template <class T>
-using ForwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 4, 4, kReload>, LookbackCandidate<T, 256, 4, 5, kShared>,
-               LookbackCandidate<T, 128, 7, 7, kStaged>, LookbackCandidate<T, 128, 9, 6, kStaged>,
-               LookbackCandidate<T, 128, 11, 4, kStaged>, LookbackCandidate<T, 128, 13, 4, kStaged>,
-               LookbackCandidate<T, 64, 9, 11, kStaged>, LookbackCandidate<T, 64, 13, 8, kStaged>>;
+using ForwardCandidates = std::tuple<
+    LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 64, 25, 4, kStaged>,
+    LookbackCandidate<T, 64, 13, 8, kStaged>, LookbackCandidate<T, 64, 25, 4, kStaged, 8>,
+    LookbackCandidate<T, 64, 25, 4, kStaged, 16>, LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
+    LookbackCandidate<T, 64, 13, 8, kStaged, 8>, LookbackCandidate<T, 32, 25, 8, kStaged, 16>>;
 template <class T>
 using BackwardCandidates =
     std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 256, 2, 4, kShared>,

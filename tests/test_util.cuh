@@ -414,9 +414,12 @@ inline const char* via_name(Via v) {
 template <int kBytes, bool kBackward>
 struct SmallLookback {
   // The library's choice of where a tile's elements wait during the look-back, so that the forced
-  // cases run the code the long shapes run.
+  // cases run the code the long shapes run: with staged tiles, one vector per thread staged in
+  // shared memory and one held in registers when the library's policy holds some there.
+  static constexpr detail::LookbackPolicy kLibrary =
+      detail::LookbackTuning<kBytes, kBackward>::kPolicy;
   static constexpr detail::LookbackPolicy kPolicy{
-      64, 2 * 16 / kBytes, 1, 4, detail::LookbackTuning<kBytes, kBackward>::kPolicy.hold};
+      64, 2 * 16 / kBytes, 1, 4, kLibrary.hold, kLibrary.register_items > 0 ? 16 / kBytes : 0};
 };
 
 /// The public entry points of the forward and backward pass under one name.

@@ -113,11 +113,13 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
   };
   cudaError_t e;
   if constexpr (P.hold == LookbackHold::kStaged && Problem::kStageable) {
-    auto* kernel = lookback_staged_kernel<Problem, P.threads, P.items, kMinBlocks>;
+    auto* kernel =
+        lookback_staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks>;
     bool supported = false;
     if ((e = stage_supported(kernel, supported)) != cudaSuccess) return e;
     if (supported) {
-      constexpr int kShared = int(2 * P.tile() * sizeof(typename Problem::Storage));
+      constexpr int kShared =
+          int(2 * P.threads * (P.items - P.register_items) * sizeof(typename Problem::Storage));
       e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
       if (e != cudaSuccess || (e = reset()) != cudaSuccess) return e;
       kernel<<<grid, P.threads, kShared, stream>>>(p, states, chunks, groups_per_sequence);
@@ -127,8 +129,7 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
   // The scalar path holds kVec times more runs, too many for shared memory: it reloads instead;
   // so does a staged policy where bulk copies are not available.
   constexpr LookbackHold kHold =
-      P.hold == LookbackHold::kStaged ||
-              (Problem::kVec == 1 && P.hold == LookbackHold::kShared)
+      P.hold == LookbackHold::kStaged || (Problem::kVec == 1 && P.hold == LookbackHold::kShared)
           ? LookbackHold::kReload
           : P.hold;
   if ((e = reset()) != cudaSuccess) return e;

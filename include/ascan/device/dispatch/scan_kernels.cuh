@@ -78,9 +78,8 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
     const bool starts = k < 2 * kTilesPerGroup;
     const C initial = starts ? problem.initial_carry(p) : C(0);
     if (starts && chunks > 1) __threadfence();
-    const C entering = chunks == 1 ? initial
-                                   : look_back(tiles, seq * chunks, seq * groups, k, tile_map,
-                                               initial);
+    const C entering =
+        chunks == 1 ? initial : look_back(tiles, seq * chunks, seq * groups, k, tile_map, initial);
     if (threadIdx.x == 0) {
       slot = entering;
       if (k == chunks - 1) problem.finish(p, advance_state(tile_map, entering));
@@ -166,17 +165,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 /// Multi-block kernel with the tile staged in shared memory by bulk copies
 /// (LookbackHold::kStaged, device/agent/tile_staging.cuh; sm_90 and later, vector path). Same
-/// tiles, look-back and order as lookback_kernel; what differs is where the elements are:
-///   - thread r owns kItems / kVec consecutive 16-byte vectors of the tile (blocked, not
-///     striped: the bulk copies fill shared memory contiguously, and an odd count of vectors per
-///     thread makes the threads' 16-byte reads conflict-free);
-///   - lane 0 of each warp copies the warp's stretch of gates and tokens into shared memory and
-///     the warp waits on its own barrier; a stretch that reaches outside the sequence is staged
-///     by the warp's lanes instead, element by element, with the identity (1, 0) outside;
-///   - registers hold no elements across the look-back, so resident tiles are bounded by shared
-///     memory only: up to about 200 KB of tiles per multiprocessor;
-///   - the states overwrite the tokens in shared memory and go out by one bulk copy per warp.
-template <class Problem, int kThreads, int kItems, int kMinBlocks>
+/// tiles, look-back and order as lookback_kernel; what differs is where the elements are. A tile
+/// is two parts, in scan order:
+///   1. the staged part, kStagedItems per thread: thread r owns consecutive 16-byte vectors
+///      (blocked, not striped: the bulk copies fill shared memory contiguously, and an odd count
+///      of vectors per thread makes the threads' 16-byte reads conflict-free). Lane 0 of each
+///      warp copies the warp's stretch of gates and tokens into shared memory and the warp waits
+///      on its own barrier; a stretch that reaches outside the sequence is staged by the warp's
+///      lanes instead, element by element, with the identity (1, 0) outside. The states
+///      overwrite the tokens in shared memory and go out by one bulk copy per warp.
+///   2. the held part, kRegisterItems per thread in striped runs, loaded into registers (as
+///      lookback_kernel does) and held there across the look-back.
+/// The look-back takes as long as a tile's loads, so throughput is the bytes resident per
+/// multiprocessor: shared memory gives about 200 KB of them, and the registers the few threads
+/// of a staged block do not need give the rest.
+template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_staged_kernel(const typename Problem::Params p,
                            const TileStates<typename Problem::C> tiles, const int64_t chunks,
@@ -186,17 +189,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
   static_assert(Problem::kStageable && kVec * sizeof(T) == 16, "staged tiles are 16-byte vectors");
-  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
-  constexpr int kVectors = kItems / kVec;  // per thread, consecutive
+  static_assert(kItems % kVec == 0 && kRegisterItems % kVec == 0 && kRegisterItems < kItems,
+                "items per thread are whole vectors, some of them staged");
+  constexpr int kVectors = (kItems - kRegisterItems) / kVec;  // staged, per thread, consecutive
+  constexpr int kHeld = kRegisterItems / kVec;                // held runs
   constexpr int kWarps = kThreads / kWarpThreads;
   constexpr int kWarpVectors = kWarpThreads * kVectors;
-  constexpr int64_t kWarpSpan = int64_t(kWarpVectors) * kVec;  // elements per warp
-  constexpr int64_t kTile = kWarpSpan * kWarps;
+  constexpr int64_t kWarpSpan = int64_t(kWarpVectors) * kVec;  // staged elements per warp
+  constexpr int64_t kStagedSpan = kWarpSpan * kWarps;
+  constexpr int64_t kRun = int64_t(kThreads) * kVec;
+  constexpr int64_t kTile = kStagedSpan + kRun * kHeld;
   static_assert(kThreads % kWarpThreads == 0, "whole warps");
 
-  extern __shared__ uint4 staged[];  // gates: kTile / kVec vectors, then tokens (then states)
+  extern __shared__ uint4 staged[];  // gates: kStagedSpan / kVec vectors, then tokens (states)
   __shared__ uint64_t landed[kWarps];
-  using Group = BlockScan<C, kThreads, kReverse, 1>;
+  using Group = BlockScan<C, kThreads, kReverse, 1 + kHeld>;
   __shared__ typename Group::TempStorage storage;
   __shared__ C entering_slot;
 
@@ -205,13 +212,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
-  const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + warp * kWarpSpan;
+  const int64_t tile_origin = (kReverse ? chunks - 1 - k : k) * kTile;
+  const int64_t origin = tile_origin + warp * kWarpSpan;
+  // Grid position of this thread's vector in held run j.
+  const auto held_at = [&](int j) {
+    return tile_origin + kStagedSpan + j * kRun + int64_t(rank) * kVec;
+  };
   const bool whole = origin >= problem.lo && origin + kWarpSpan <= problem.hi;
   uint4* const ga = staged + warp * kWarpVectors;
-  uint4* const gb = staged + kTile / kVec + warp * kWarpVectors;
+  uint4* const gb = staged + kStagedSpan / kVec + warp * kWarpVectors;
   constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
+  if (whole && lane == 0)
+    stage_pair(&landed[warp], ga, problem.a + origin, gb, problem.b + origin, kBytes);
+  typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
+#pragma unroll
+  for (int j = 0; j < kHeld; ++j) problem.load(held[j], held_at(j));
   if (whole) {
-    if (lane == 0) stage_pair(&landed[warp], ga, problem.a + origin, gb, problem.b + origin, kBytes);
     __syncwarp();
     wait_staged(&landed[warp]);
   } else {
@@ -226,7 +242,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     __syncwarp();
   }
 
-  // Vector j of this thread, its grid position, and its elements converted.
+  // Staged vector j of this thread, its grid position, and its elements converted.
   const int first = lane * kVectors;
   auto read = [&](int j, typename Problem::Work& w) {
     typename Problem::Loaded loaded;
@@ -234,21 +250,35 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     *reinterpret_cast<uint4*>(loaded.b) = gb[first + j];
     problem.convert(loaded, origin + int64_t(first + j) * kVec, w);
   };
-  Affine<C> mine = affine_identity<C>();
+  Affine<C> aggregate[1 + kHeld];
+  aggregate[0] = affine_identity<C>();
 #pragma unroll
   for (int s = 0; s < kVectors; ++s) {
     const int j = kReverse ? kVectors - 1 - s : s;
     typename Problem::Work w;
     read(j, w);
     const Affine<C> f = thread_reduce<kReverse>(w.a, w.b);
-    mine = s == 0 ? f : compose(mine, f);
+    aggregate[0] = s == 0 ? f : compose(aggregate[0], f);
+  }
+#pragma unroll
+  for (int j = 0; j < kHeld; ++j) {
+    typename Problem::Work w;
+    problem.convert(held[j], held_at(j), w);
+    aggregate[1 + j] = thread_reduce<kReverse>(w.a, w.b);
   }
   Group group(storage);
-  Affine<C> exclusive, tile_map;
-  group.exclusive_scan(mine, exclusive, tile_map);
+  Affine<C> exclusive[1 + kHeld], tile_map;
+  group.exclusive_scan(aggregate, exclusive, tile_map);
   const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
 
-  C state = apply(exclusive, entering);
+#pragma unroll
+  for (int j = 0; j < kHeld; ++j) {
+    typename Problem::Work w;
+    problem.convert(held[j], held_at(j), w);
+    thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
+    problem.store(w, held_at(j));
+  }
+  C state = apply(exclusive[0], entering);
 #pragma unroll
   for (int s = 0; s < kVectors; ++s) {
     const int j = kReverse ? kVectors - 1 - s : s;

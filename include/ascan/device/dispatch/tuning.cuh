@@ -192,6 +192,9 @@ struct LookbackPolicy {
   double max_sequences_per_sm;
   /// Where a tile's loaded elements wait while warp 0 looks back (see LookbackHold).
   LookbackHold hold = LookbackHold::kReload;
+  /// kStaged: of `items`, the elements each thread holds in registers (whole vectors, striped)
+  /// beside those staged in shared memory.
+  int register_items = 0;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
@@ -236,8 +239,8 @@ struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   static constexpr LookbackPolicy kPolicy =
       kBackward     ? LookbackPolicy{256, 2 * V, 4, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kReload}
-      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 1.0, LookbackHold::kShared}
-                    : LookbackPolicy{128, 9 * V, 6, 2.0, LookbackHold::kStaged};
+      : kBytes == 2 ? LookbackPolicy{64, (17 + 8) * V, 6, 1.0, LookbackHold::kStaged, 8 * V}
+                    : LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
