@@ -710,9 +710,10 @@ using ForwardCandidates = std::tuple<
     LookbackCandidate<T, 64, 13, 8, kStaged, 8>, LookbackCandidate<T, 32, 25, 8, kStaged, 16>>;
 template <class T>
 using BackwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 256, 2, 4, kShared>,
-               LookbackCandidate<T, 256, 2, 5, kShared>, LookbackCandidate<T, 256, 2, 6, kShared>,
-               LookbackCandidate<T, 128, 4, 5, kShared>, LookbackCandidate<T, 128, 2, 10, kShared>>;
+    std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 64, 13, 5, kStaged>,
+               LookbackCandidate<T, 64, 9, 8, kStaged>, LookbackCandidate<T, 64, 17, 4, kStaged>,
+               LookbackCandidate<T, 128, 9, 4, kStaged>, LookbackCandidate<T, 64, 21, 3, kStaged>,
+               LookbackCandidate<T, 32, 25, 5, kStaged>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {

@@ -52,10 +52,13 @@ struct BackwardParams {
 template <class T, bool kForwardReverse, bool kVector>
 struct BackwardProblem {
   using Params = BackwardParams<T>;
+  using Storage = T;
   using C = compute_t<T>;
   static constexpr bool kReverse = !kForwardReverse;
   static constexpr int kVec = kAccessItems<T, kVector>;
-  static constexpr bool kStageable = false;  ///< staged tiles: forward only (LookbackHold)
+  /// Streams the multi-block path stages with bulk copies (LookbackHold::kStaged): gates, states
+  /// and upstream gradients, on the vector path; 0: none.
+  static constexpr int kStagedStreams = kVector ? 3 : 0;
   // Offset of the gate paired with position t (t+1, or t-1 mirrored) and of the state that
   // multiplies d[t] (t-1, or t+1 mirrored).
   static constexpr int kGateShift = kForwardReverse ? -1 : 1;
@@ -141,14 +144,18 @@ struct BackwardProblem {
     }
   }
 
-  __device__ __forceinline__ void store(const Work& w, int64_t v) const {
-    alignas(16) T ya[kVec];
-    alignas(16) T yb[kVec];
+  /// The gradients of a scanned vector: dL/da = d x (shifted state), dL/db = d.
+  __device__ __forceinline__ void gradients(const Work& w, T (&ya)[kVec], T (&yb)[kVec]) const {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
       ya[i] = to_storage<T>(w.b[i] * w.x[i]);
       yb[i] = to_storage<T>(w.b[i]);
     }
+  }
+  __device__ __forceinline__ void store(const Work& w, int64_t v) const {
+    alignas(16) T ya[kVec];
+    alignas(16) T yb[kVec];
+    gradients(w, ya, yb);
     store_vector<kVec>(da, v, lo, hi, ya);
     store_vector<kVec>(db, v, lo, hi, yb);
   }

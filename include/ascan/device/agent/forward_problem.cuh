@@ -40,9 +40,9 @@ struct ForwardProblem {
   using C = compute_t<T>;
   static constexpr bool kReverse = kReverseScan;
   static constexpr int kVec = kAccessItems<T, kVector>;
-  /// Whether the multi-block path may stage its tiles with bulk copies (LookbackHold::kStaged):
-  /// on the vector path, where gates, tokens and out share one 16-byte grid.
-  static constexpr bool kStageable = kVector;
+  /// Streams the multi-block path stages with bulk copies (LookbackHold::kStaged): gates and
+  /// tokens, on the vector path (where they share one 16-byte grid with out); 0: none.
+  static constexpr int kStagedStreams = kVector ? 2 : 0;
 
   struct Loaded {
     alignas(16) T a[kVec];
@@ -91,8 +91,8 @@ struct ForwardProblem {
     // gates, tokens and out share their misalignment on the vector path: one lead for all.
     const int64_t lead = kVector ? lead_of(p.gates + site.offset) : 0;
     const int64_t base = site.offset - lead;
-    return {p.gates + base, p.tokens + base,         p.out + base, lead,
-            active ? lead + p.length : lead, site.state, active};
+    return {p.gates + base, p.tokens + base, p.out + base, lead, active ? lead + p.length : lead,
+            site.state,     active};
   }
   /// The state before the first element in scan order: h0, or 0.
   __device__ __forceinline__ C initial_carry(const Params& p) const {

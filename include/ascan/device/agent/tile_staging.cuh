@@ -41,34 +41,37 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-/// Arms `bar` (one arrival expected) and copies `bytes` from `a` and from `b` to `sa` and `sb`
-/// (16-byte aligned, bytes a multiple of 16); the barrier's phase 0 completes when both have
-/// landed. One thread.
-__device__ __forceinline__ void stage_pair(uint64_t* bar, void* sa, const void* a, void* sb,
-                                           const void* b, uint32_t bytes) {
+/// Arms `bar` for one phase: one arrival expected (the caller's), completing when `bytes` in all
+/// have landed by stage(). One thread, before its stage() calls.
+__device__ __forceinline__ void arm_staging(uint64_t* bar, uint32_t bytes) {
 #if ASCAN_BULK_COPY
   const uint32_t mbar = shared_address(bar);
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mbar) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mbar), "r"(2 * bytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mbar), "r"(bytes)
                : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(shared_address(sa)),
-      "l"(a), "r"(bytes), "r"(mbar)
-      : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(shared_address(sb)),
-      "l"(b), "r"(bytes), "r"(mbar)
-      : "memory");
 #else
-  (void)bar, (void)sa, (void)a, (void)sb, (void)b, (void)bytes;
+  (void)bar, (void)bytes;
   __trap();
 #endif
 }
 
-/// Waits until phase 0 of `bar` has completed (the copies of stage_pair have landed).
+/// Copies `bytes` from global `src` to shared `dst` (both 16-byte aligned, bytes a multiple of
+/// 16), counted on `bar` (armed by arm_staging). One thread.
+__device__ __forceinline__ void stage(uint64_t* bar, void* dst, const void* src, uint32_t bytes) {
+#if ASCAN_BULK_COPY
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(shared_address(dst)),
+      "l"(src), "r"(bytes), "r"(shared_address(bar))
+      : "memory");
+#else
+  (void)bar, (void)dst, (void)src, (void)bytes;
+  __trap();
+#endif
+}
+
+/// Waits until phase 0 of `bar` has completed (the copies of stage() have landed).
 __device__ __forceinline__ void wait_staged(uint64_t* bar) {
 #if ASCAN_BULK_COPY
   const uint32_t mbar = shared_address(bar);
@@ -95,17 +98,26 @@ __device__ __forceinline__ void fence_for_unstage() {
 #endif
 }
 
-/// Copies `bytes` from shared `s` to global `dst` (16-byte aligned, a multiple of 16) and waits
-/// until the engine has read `s` (so the block may exit). One thread.
+/// Copies `bytes` from shared `s` to global `dst` (16-byte aligned, a multiple of 16); one
+/// thread, which must call wait_unstaged before the block exits.
 __device__ __forceinline__ void unstage(void* dst, const void* s, uint32_t bytes) {
 #if ASCAN_BULK_COPY
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
                "r"(shared_address(s)), "r"(bytes)
                : "memory");
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 #else
   (void)dst, (void)s, (void)bytes;
+  __trap();
+#endif
+}
+
+/// Waits until the engine has read the shared memory of this thread's unstage() calls (so the
+/// block may exit).
+__device__ __forceinline__ void wait_unstaged() {
+#if ASCAN_BULK_COPY
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+#else
   __trap();
 #endif
 }

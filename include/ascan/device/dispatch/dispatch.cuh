@@ -112,14 +112,15 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, 
                            TileStates<C>::reset_bytes(tiles, groups), stream);
   };
   cudaError_t e;
-  if constexpr (P.hold == LookbackHold::kStaged && Problem::kStageable) {
-    auto* kernel =
-        lookback_staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks>;
+  if constexpr (P.hold == LookbackHold::kStaged && Problem::kStagedStreams > 0) {
+    constexpr int kStreams = Problem::kStagedStreams;
+    static_assert(kStreams == 2 || P.register_items == 0, "the backward pass stages everything");
+    auto* kernel = staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks>();
     bool supported = false;
     if ((e = stage_supported(kernel, supported)) != cudaSuccess) return e;
     if (supported) {
-      constexpr int kShared =
-          int(2 * P.threads * (P.items - P.register_items) * sizeof(typename Problem::Storage));
+      constexpr int kShared = int(kStreams * P.threads * (P.items - P.register_items) *
+                                  sizeof(typename Problem::Storage));
       e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
       if (e != cudaSuccess || (e = reset()) != cudaSuccess) return e;
       kernel<<<grid, P.threads, kShared, stream>>>(p, states, chunks, groups_per_sequence);

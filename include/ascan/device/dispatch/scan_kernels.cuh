@@ -163,6 +163,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 }
 
+/// Stages `kVectors` 16-byte vectors of a warp's stretch of the sequence at `src` (grid position
+/// v at src[v], the stretch starting at `origin`) into shared `dst` with the warp's lanes, where
+/// the stretch reaches outside the sequence [lo, hi) (the bulk copies take whole stretches):
+/// whole vectors inside, elements at the edge, `fill` outside (nothing outside is read).
+template <int kVectors, class T, class C>
+__device__ __forceinline__ void stage_by_lanes(uint4* dst, const T* src, int64_t origin, int64_t lo,
+                                               int64_t hi, C fill, int lane) {
+  constexpr int kVec = static_cast<int>(16 / sizeof(T));
+  for (int j = lane; j < kVectors; j += kWarpThreads) {
+    alignas(16) T r[kVec];
+    load_vector<kVec>(src, origin + int64_t(j) * kVec, lo, hi, r, to_storage<T>(fill));
+    dst[j] = *reinterpret_cast<const uint4*>(r);
+  }
+}
+/// The way back: stores the elements of the staged stretch that lie inside [lo, hi).
+template <int kVectors, class T>
+__device__ __forceinline__ void unstage_by_lanes(T* dst, const uint4* src, int64_t origin,
+                                                 int64_t lo, int64_t hi, int lane) {
+  constexpr int kVec = static_cast<int>(16 / sizeof(T));
+  for (int j = lane; j < kVectors; j += kWarpThreads) {
+    alignas(16) T r[kVec];
+    *reinterpret_cast<uint4*>(r) = src[j];
+    store_vector<kVec>(dst, origin + int64_t(j) * kVec, lo, hi, r);
+  }
+}
+
 /// Multi-block kernel with the tile staged in shared memory by bulk copies
 /// (LookbackHold::kStaged, device/agent/tile_staging.cuh; sm_90 and later, vector path). Same
 /// tiles, look-back and order as lookback_kernel; what differs is where the elements are. A tile
@@ -188,7 +214,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   using T = typename Problem::Storage;
   constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
-  static_assert(Problem::kStageable && kVec * sizeof(T) == 16, "staged tiles are 16-byte vectors");
+  static_assert(Problem::kStagedStreams == 2 && kVec * sizeof(T) == 16,
+                "staged tiles are 16-byte vectors of gates and tokens");
   static_assert(kItems % kVec == 0 && kRegisterItems % kVec == 0 && kRegisterItems < kItems,
                 "items per thread are whole vectors, some of them staged");
   constexpr int kVectors = (kItems - kRegisterItems) / kVec;  // staged, per thread, consecutive
@@ -222,8 +249,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   uint4* const ga = staged + warp * kWarpVectors;
   uint4* const gb = staged + kStagedSpan / kVec + warp * kWarpVectors;
   constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
-  if (whole && lane == 0)
-    stage_pair(&landed[warp], ga, problem.a + origin, gb, problem.b + origin, kBytes);
+  if (whole && lane == 0) {
+    arm_staging(&landed[warp], 2 * kBytes);
+    stage(&landed[warp], ga, problem.a + origin, kBytes);
+    stage(&landed[warp], gb, problem.b + origin, kBytes);
+  }
   typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
 #pragma unroll
   for (int j = 0; j < kHeld; ++j) problem.load(held[j], held_at(j));
@@ -231,14 +261,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     __syncwarp();
     wait_staged(&landed[warp]);
   } else {
-    T* const ea = reinterpret_cast<T*>(ga);
-    T* const eb = reinterpret_cast<T*>(gb);
-    for (int e = lane; e < kWarpSpan; e += kWarpThreads) {
-      const int64_t v = origin + e;
-      const bool inside = v >= problem.lo && v < problem.hi;
-      ea[e] = inside ? problem.a[v] : to_storage<T>(C(1));
-      eb[e] = inside ? problem.b[v] : to_storage<T>(C(0));
-    }
+    stage_by_lanes<kWarpVectors>(ga, problem.a, origin, problem.lo, problem.hi, C(1), lane);
+    stage_by_lanes<kWarpVectors>(gb, problem.b, origin, problem.lo, problem.hi, C(0), lane);
     __syncwarp();
   }
 
@@ -293,15 +317,165 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if (whole) {
     fence_for_unstage();
     __syncwarp();
-    if (lane == 0) unstage(problem.x + origin, gb, kBytes);
+    if (lane == 0) {
+      unstage(problem.x + origin, gb, kBytes);
+      wait_unstaged();
+    }
   } else {
     __syncwarp();
-    const T* const ex = reinterpret_cast<const T*>(gb);
-    for (int e = lane; e < kWarpSpan; e += kWarpThreads) {
-      const int64_t v = origin + e;
-      if (v >= problem.lo && v < problem.hi) problem.x[v] = ex[e];
-    }
+    unstage_by_lanes<kWarpVectors>(problem.x, gb, origin, problem.lo, problem.hi, lane);
   }
+}
+
+/// Multi-block kernel of the backward pass with the tile staged in shared memory by bulk copies
+/// (LookbackHold::kStaged; sm_90 and later, vector path). The tile is the staged part of
+/// lookback_staged_kernel with three streams (gates, states, upstream gradients) and no held
+/// part. The gradient pairs take the gate and the state one position over: inside a thread's
+/// vectors they are read from shared memory; the thread's outer neighbours are read before the
+/// block's first barrier (from a neighbouring lane's stretch, or from memory at a warp's edge,
+/// where the neighbour may belong to the next tile in scan order, which writes its gradients only
+/// after this tile has published its aggregate). dL/da overwrites the states and dL/db the
+/// gradients in shared memory, in scan order, each after the last read of what it replaces, and
+/// both go out by bulk copies.
+template <class Problem, int kThreads, int kItems, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    lookback_staged_backward_kernel(const typename Problem::Params p,
+                                    const TileStates<typename Problem::C> tiles,
+                                    const int64_t chunks, const int64_t groups) {
+  using C = typename Problem::C;
+  using T = typename Problem::Storage;
+  constexpr bool kReverse = Problem::kReverse;
+  constexpr int kVec = Problem::kVec;
+  static_assert(Problem::kStagedStreams == 3 && kVec * sizeof(T) == 16,
+                "staged tiles are 16-byte vectors of gates, states and gradients");
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kVectors = kItems / kVec;  // per thread, consecutive
+  constexpr int kWarps = kThreads / kWarpThreads;
+  constexpr int kWarpVectors = kWarpThreads * kVectors;
+  constexpr int kWarpSpan = kWarpVectors * kVec;  // elements per warp
+  constexpr int64_t kTile = int64_t(kWarpSpan) * kWarps;
+  constexpr int kSpan = kVectors * kVec;  // elements per thread
+  constexpr int kGateShift = Problem::kGateShift, kStateShift = Problem::kStateShift;
+  static_assert(kThreads % kWarpThreads == 0, "whole warps");
+
+  extern __shared__ uint4 staged[];  // gates, states (then dL/da), gradients (then dL/db)
+  __shared__ uint64_t landed[kWarps];
+  using Group = BlockScan<C, kThreads, kReverse, 1>;
+  __shared__ typename Group::TempStorage storage;
+  __shared__ C entering_slot;
+
+  const int rank = static_cast<int>(threadIdx.x);
+  const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
+  const int64_t k = blockIdx.x / p.sequences;
+  const int64_t seq = blockIdx.x - k * p.sequences;
+  const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
+  const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + warp * kWarpSpan;
+  const bool whole = origin >= problem.lo && origin + kWarpSpan <= problem.hi;
+  uint4* const va = staged + warp * kWarpVectors;
+  uint4* const vx = va + kTile / kVec;
+  uint4* const vg = vx + kTile / kVec;
+  T* const ea = reinterpret_cast<T*>(va);
+  T* const ex = reinterpret_cast<T*>(vx);
+  constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
+  const auto inside = [&](int64_t v) { return v >= problem.lo && v < problem.hi; };
+  if (whole) {
+    if (lane == 0) {
+      arm_staging(&landed[warp], 3 * kBytes);
+      stage(&landed[warp], va, problem.a + origin, kBytes);
+      stage(&landed[warp], vx, problem.x + origin, kBytes);
+      stage(&landed[warp], vg, problem.g + origin, kBytes);
+    }
+    __syncwarp();
+    wait_staged(&landed[warp]);
+  } else {
+    stage_by_lanes<kWarpVectors>(va, problem.a, origin, problem.lo, problem.hi, C(1), lane);
+    stage_by_lanes<kWarpVectors>(vx, problem.x, origin, problem.lo, problem.hi, problem.h0, lane);
+    stage_by_lanes<kWarpVectors>(vg, problem.g, origin, problem.lo, problem.hi, C(0), lane);
+    __syncwarp();
+  }
+
+  // The thread's outer neighbours: the gate and the state one position past its stretch
+  // [f0, f0 + kSpan) (warp-local element indices), from this warp's shared memory or from memory.
+  const int f0 = lane * kSpan;
+  const int ga = kGateShift > 0 ? f0 + kSpan : f0 - 1;
+  const int xa = kStateShift > 0 ? f0 + kSpan : f0 - 1;
+  const C gate_edge = ga >= 0 && ga < kWarpSpan ? to_compute<C>(ea[ga])
+                      : inside(origin + ga)     ? to_compute<C>(problem.a[origin + ga])
+                                                : C(1);
+  const C state_edge = xa >= 0 && xa < kWarpSpan ? to_compute<C>(ex[xa])
+                       : inside(origin + xa)     ? to_compute<C>(problem.x[origin + xa])
+                                                 : problem.h0;
+
+  // The pairs (shifted gate, gradient) and shifted states of this thread's vector j.
+  auto read = [&](int j, typename Problem::Work& w) {
+    const int e0 = f0 + j * kVec;
+    alignas(16) T a[kVec], x[kVec], g[kVec];
+    *reinterpret_cast<uint4*>(a) = va[lane * kVectors + j];
+    *reinterpret_cast<uint4*>(x) = vx[lane * kVectors + j];
+    *reinterpret_cast<uint4*>(g) = vg[lane * kVectors + j];
+    const C a_next = kGateShift > 0 ? (j + 1 < kVectors ? to_compute<C>(ea[e0 + kVec]) : gate_edge)
+                                    : (j > 0 ? to_compute<C>(ea[e0 - 1]) : gate_edge);
+    const C x_next = kStateShift > 0
+                         ? (j + 1 < kVectors ? to_compute<C>(ex[e0 + kVec]) : state_edge)
+                         : (j > 0 ? to_compute<C>(ex[e0 - 1]) : state_edge);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      const int ia = i + kGateShift, ix = i + kStateShift;
+      w.a[i] = ia >= 0 && ia < kVec ? to_compute<C>(a[ia]) : a_next;
+      w.x[i] = ix >= 0 && ix < kVec ? to_compute<C>(x[ix]) : x_next;
+      w.b[i] = to_compute<C>(g[i]);
+      if (!whole && !inside(origin + e0 + i)) w.a[i] = C(1);  // outside: the identity (1, 0)
+    }
+  };
+  Affine<C> mine = affine_identity<C>();
+#pragma unroll
+  for (int s = 0; s < kVectors; ++s) {
+    const int j = kReverse ? kVectors - 1 - s : s;
+    typename Problem::Work w;
+    read(j, w);
+    const Affine<C> f = thread_reduce<kReverse>(w.a, w.b);
+    mine = s == 0 ? f : compose(mine, f);
+  }
+  Group group(storage);
+  Affine<C> exclusive, tile_map;
+  group.exclusive_scan(mine, exclusive, tile_map);
+  const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
+
+  C state = apply(exclusive, entering);
+#pragma unroll
+  for (int s = 0; s < kVectors; ++s) {
+    const int j = kReverse ? kVectors - 1 - s : s;
+    typename Problem::Work w;
+    read(j, w);
+    state = thread_scan<kReverse>(state, w.a, w.b);
+    alignas(16) T da[kVec], db[kVec];
+    problem.gradients(w, da, db);
+    vx[lane * kVectors + j] = *reinterpret_cast<const uint4*>(da);
+    vg[lane * kVectors + j] = *reinterpret_cast<const uint4*>(db);
+  }
+  if (whole) {
+    fence_for_unstage();
+    __syncwarp();
+    if (lane == 0) {
+      unstage(problem.da + origin, vx, kBytes);
+      unstage(problem.db + origin, vg, kBytes);
+      wait_unstaged();
+    }
+  } else {
+    __syncwarp();
+    unstage_by_lanes<kWarpVectors>(problem.da, vx, origin, problem.lo, problem.hi, lane);
+    unstage_by_lanes<kWarpVectors>(problem.db, vg, origin, problem.lo, problem.hi, lane);
+  }
+}
+
+/// The staged multi-block kernel of `Problem`: the forward scan's (two streams) or the backward
+/// pass's (three).
+template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks>
+constexpr auto staged_kernel() {
+  if constexpr (Problem::kStagedStreams == 2)
+    return &lookback_staged_kernel<Problem, kThreads, kItems, kRegisterItems, kMinBlocks>;
+  else
+    return &lookback_staged_backward_kernel<Problem, kThreads, kItems, kMinBlocks>;
 }
 
 /// Launches row `kRow` of `Table` for `Problem`: grid, block and template arguments from the row.
