@@ -238,7 +238,7 @@ template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   static constexpr LookbackPolicy kPolicy =
-      kBackward     ? LookbackPolicy{64, 13 * V, 5, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kStaged}
+      kBackward     ? LookbackPolicy{64, 9 * V, 8, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kStaged}
       : kBytes == 2 ? LookbackPolicy{64, (17 + 8) * V, 6, 1.0, LookbackHold::kStaged, 8 * V}
                     : LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V};
 };
