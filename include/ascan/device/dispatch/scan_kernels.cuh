@@ -10,8 +10,10 @@
 // Many blocks per sequence, for few long sequences (scratch memory for the tile states):
 //   lookback_kernel  every tile of every sequence scanned by one block, tiles of a sequence
 //                    joined by decoupled look-back (device/agent/tile_lookback.cuh).
-//   lookback_staged_kernel  the same, the tile staged in shared memory by bulk copies
-//                    (device/agent/tile_staging.cuh; sm_90, forward vector path).
+//   lookback_staged_kernel, lookback_staged_backward_kernel
+//                    the same, forward and backward, the tile staged in shared memory by bulk
+//                    copies (device/agent/tile_staging.cuh; sm_90, vector path) and partly held
+//                    in registers.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -169,16 +169,16 @@ struct BackwardTuning<2> {
 };
 
 /// Where a block of the multi-block path keeps its tile's loaded elements during the look-back.
-/// The look-back takes 3.5-4 us under full memory load, as long as a tile's own loads (phase
-/// profile in bench/RESULTS.md), so the path needs many tiles resident per multiprocessor to keep
-/// loads in flight. Holding the elements in registers allowed only two 4096-element blocks per
-/// multiprocessor and measured 0.44-0.59 of the copy (the "registers" column below); that mode
-/// was removed.
+/// The look-back takes as long as a tile's own loads under full memory load (4-7 us; phase
+/// profiles in bench/RESULTS.md), so throughput is the bytes each multiprocessor keeps resident
+/// while its tiles wait. Holding the elements in registers allowed only two 4096-element blocks
+/// per multiprocessor and measured 0.44-0.59 of the copy; that mode was removed.
 enum class LookbackHold {
   kReload,  ///< nowhere: loaded again after the look-back, from L2 by then
   kShared,  ///< in shared memory, copied there after the loads land
-  /// In shared memory, put there by bulk copies and never held in registers
-  /// (lookback_staged_kernel): forward vector path on sm_90 and later; elsewhere kReload.
+  /// In shared memory, put there by bulk copies (lookback_staged_kernel and
+  /// lookback_staged_backward_kernel), plus, forward, LookbackPolicy::register_items per thread
+  /// held in registers: vector path on sm_90 and later; elsewhere kReload.
   kStaged,
 };
 
@@ -200,29 +200,34 @@ struct LookbackPolicy {
 
 /// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
 ///
-/// Tile shape. Float (and double) forward: 128 threads x 9 vectors, staged in shared memory by
-/// bulk copies (36 KB a tile, 6 blocks per multiprocessor). 16-bit forward: 256 threads x 4
-/// vectors, loaded into registers and held in shared memory (5 blocks). Backward: 256 threads x 2
-/// vectors, reloaded from L2 (4 blocks). From the tile-shape sweeps on the H200
-/// (bench --ascan_tune_multi; efficiency against the same-traffic copy on (1, 1, 2^28) /
-/// (1, 16, 2^22) / (2, 4, 2^24) / (1, 128, 2^20), forward, 2026-11-30,
-/// results/multiblock_staged_sweep.json):
+/// Tile shape: 64 threads, each owning consecutive 16-byte vectors staged in shared memory by bulk
+/// copies (an odd count: conflict-free reads) and, forward, 8 more vectors held in registers.
+/// Float (and double) forward 25 + 8 vectors, 4 blocks per multiprocessor; 16-bit forward 17 + 8,
+/// 6 blocks; backward 9 staged vectors, 8 blocks. From the sweeps on the H200 (bench
+/// --ascan_tune_multi, 2026-11-30; results/multiblock_staged_*sweep*.json), µs on (1, 1, 2^28) /
+/// (1, 16, 2^22) / (2, 4, 2^24) / (1, 128, 2^20):
 ///
-///                  256x4 m4 reload          256x4 m5 shared          128x9 m6 staged
-///   f32 forward    0.72 / 0.81 / 0.78 / 0.90  0.57 / 0.58 / 0.59 / 0.66  0.76 / 0.81 / 0.84 / 0.88
-///   bf16 forward   0.71 / 0.73 / 0.69 / 0.82  0.73 / 0.78 / 0.79 / 0.83  0.71 / 0.75 / 0.78 / 0.82
+///                        f32 forward            bf16 forward
+///   256x4 reload|shared  1057 / 266 / 493 / 501  524 / 128 / 245 / 234   (the previous policies)
+///   staged 128x9 m6       997 / 238 / 455 / 434  522 / 132 / 247 / 236
+///   staged 64x25 m4       945 / 227 / 439 / 418  515 / 137 / 249 / 241
+///   staged 64x25+8 m4     890 / 220 / 410 / 413  513 / 159 / 264 / 236
+///   staged 64x17+8 m6     908 / 217 / 417 / 407  500 / 130 / 245 / 223
+///                        f32 backward            bf16 backward
+///   256x2 reload         2112 / 519 / 983 / 889  1118 / 284 / 530 / 495 (the previous policy)
+///   staged 64x13 m5      1672 / 388 / 758 / 704  1046 / 259 / 496 / 456
+///   staged 64x9 m8       1659 / 385 / 751 / 695   955 / 232 / 457 / 421
 ///
-/// Staged tiles of 128 threads beat 256 at the same shared memory per multiprocessor, and more
-/// vectors per thread beat fewer (5, 7, 9: 0.68, 0.72, 0.76 on (1, 1, 2^28)). The backward rows
-/// come from the earlier sweep (results/multiblock_one_round_sweep.json, (1, 1, 2^28) /
-/// (2, 4, 2^24)):
+/// Smaller blocks with more vectors per thread win at the same shared memory per multiprocessor,
+/// and registers beside shared memory win again. Double takes the float shapes (not measured).
 ///
-///                  256x2 m2 registers   256x2 m4 reload   256x2 m5 shared   128x2 m10 shared
-///   f32 backward      0.46 / 0.46          0.58 / 0.58       0.60 / 0.60       0.58 / 0.58
-///   bf16 backward     0.44 / 0.44          0.54 / 0.54       0.28 / 0.28 (spills)
-///
-/// Crossover (position-major build, 2026-11-29, results/multiblock_position_major_crossover.json):
-/// efficiency of each path forced, S sequences of 2^16 elements (2^20 where marked).
+/// Crossover (position-major build with the earlier tiles, 2026-11-29,
+/// results/multiblock_position_major_crossover.json): efficiency of each path forced, S sequences
+/// of 2^16 elements (2^20 where marked). Re-measured forward with the staged tiles
+/// (results/multiblock_staged_crossover.json): f32 0.76 / 0.81 / 0.85 / 0.88 multi-block at
+/// S = 132 / 264 / 396 / 528, so the f32 threshold stands; bf16 0.45 / 0.55 / 0.57 / 0.61, below
+/// one block per sequence from S = 132 on, where the threshold already sends it (the staged
+/// 16-bit tile is large for 2^16-element sequences; bench/RESULTS.md).
 ///
 ///              S=16 (2^20)   S=128 (2^20)  S=132         S=264         S=396         S=528
 ///   f32 fwd    0.10 | 0.73   0.53 | 0.83   0.56 | 0.72   0.75 | 0.76   0.87 | 0.78   0.93 | 0.80
