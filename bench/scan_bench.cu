@@ -20,8 +20,9 @@
 // Sweeps: --ascan_tune registers the one-block candidate table (CandidateTable below) on the
 // standard grid; --ascan_tune_multi registers the multi-block sweeps instead: path/... rows with
 // each path forced on S sequences of 2^16 and 2^20 elements (the crossover recorded in
-// LookbackTuning), and tune/... rows with each candidate tile shape of the multi-block kernel on
-// the long rows.
+// LookbackTuning) and on the short-tile shapes (short_grid), and tune/... rows with each
+// candidate tile shape of the multi-block kernel on the long rows and on the shapes with fewer
+// than 132 sequences.
 //
 // Each scan and cub row measures its own copy in the same run and reports
 //
@@ -124,6 +125,18 @@ std::vector<GridRow> standard_grid() {
     for (Extent e : {Extent{1, 1, int64_t{1} << 28}, Extent{1, 16, int64_t{1} << 22},
                      Extent{2, 4, int64_t{1} << 24}, Extent{1, 128, int64_t{1} << 20}})
       grid.push_back({e, f32_bf16, false, backward});
+  return grid;
+}
+
+/// The shapes of the short-tile sweep (--ascan_tune_multi): few sequences that make few of the
+/// multi-block path's tiles (LookbackTuning::kShortPolicy), forward.
+std::vector<GridRow> short_grid() {
+  const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
+  std::vector<GridRow> grid;
+  for (Extent e : {Extent{1, 8, int64_t{1} << 16}, Extent{1, 32, int64_t{1} << 16},
+                   Extent{1, 128, int64_t{1} << 16}, Extent{1, 8, int64_t{1} << 18},
+                   Extent{1, 32, int64_t{1} << 18}, Extent{1, 4, int64_t{1} << 20}})
+    grid.push_back({e, f32_bf16, false, false});
   return grid;
 }
 
@@ -704,10 +717,10 @@ constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::
 // in registers.
 template <class T>
 using ForwardCandidates = std::tuple<
-    LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 64, 25, 4, kStaged>,
-    LookbackCandidate<T, 64, 13, 8, kStaged>, LookbackCandidate<T, 64, 25, 4, kStaged, 8>,
-    LookbackCandidate<T, 64, 25, 4, kStaged, 16>, LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
-    LookbackCandidate<T, 64, 13, 8, kStaged, 8>, LookbackCandidate<T, 32, 25, 8, kStaged, 16>>;
+    LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 64, 25, 4, kStaged, 8>,
+    LookbackCandidate<T, 64, 17, 6, kStaged, 8>, LookbackCandidate<T, 64, 13, 6, kStaged, 8>,
+    LookbackCandidate<T, 64, 9, 8, kStaged, 4>, LookbackCandidate<T, 64, 9, 10, kStaged>,
+    LookbackCandidate<T, 64, 5, 12, kStaged, 2>, LookbackCandidate<T, 32, 9, 16, kStaged, 4>>;
 template <class T>
 using BackwardCandidates =
     std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 64, 13, 5, kStaged>,
@@ -752,8 +765,9 @@ std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
     using Problem = std::remove_pointer_t<decltype(problem)>;
     return time_median(
         [&] {
-          return cuda_check(ascan::detail::launch_lookback<Problem, Candidate>(
-                                params, g_ws.scratch, plan.tiles, plan.groups, g_gpu.stream),
+          return cuda_check(ascan::detail::launch_lookback<Problem, Candidate,
+                                                           ascan::detail::FallbackOf<Candidate>>(
+                                params, g_ws.scratch, g_gpu.stream),
                             "launch_lookback");
         },
         ms);
@@ -969,7 +983,7 @@ void register_multi_tuning(const GridRow& row, bool crossover) {
     if (crossover) {
       reg("path/" + case_name + "/one_block", Op::kPath, 0, nullptr);
       reg("path/" + case_name + "/multi_block", Op::kPath, 1, nullptr);
-      return;
+      if (row.shape.sequences() >= 132) return;
     }
     auto each = [&](auto candidates, auto direction) {
       std::apply(
@@ -1069,10 +1083,13 @@ int main(int argc, char** argv) {
 
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
     if (!tune_multi) break;
-    for (bool crossover : {true, false})
-      for (const GridRow& row : crossover ? crossover_grid() : standard_grid()) {
+    for (int sweep : {0, 1, 2})  // the crossover, the short-tile shapes, the long rows
+      for (const GridRow& row : sweep == 0   ? crossover_grid()
+                                : sweep == 1 ? short_grid()
+                                             : standard_grid()) {
         if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
-        if (!crossover && row.shape.sequences() > 128) continue;  // the long rows only
+        if (sweep == 2 && row.shape.sequences() > 128) continue;  // the long rows only
+        const bool crossover = sweep != 2;
         with_dtype(d, [&](auto* tag) {
           using T = std::remove_pointer_t<decltype(tag)>;
           register_multi_tuning<T>(row, crossover);

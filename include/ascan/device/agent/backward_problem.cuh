@@ -56,9 +56,12 @@ struct BackwardProblem {
   using C = compute_t<T>;
   static constexpr bool kReverse = !kForwardReverse;
   static constexpr int kVec = kAccessItems<T, kVector>;
-  /// Streams the multi-block path stages with bulk copies (LookbackHold::kStaged): gates, states
-  /// and upstream gradients, on the vector path; 0: none.
+  /// The multi-block path's staged tile (LookbackHold::kStaged, lookback_staged_kernel), on the
+  /// vector path; 0 streams: not staged. Staged streams: gates, states and upstream gradients
+  /// (filled with 1, h0 and 0 outside the sequence); dL/da goes out over the states, dL/db over
+  /// the gradients.
   static constexpr int kStagedStreams = kVector ? 3 : 0;
+  static constexpr int kStagedOutputs = 2;
   // Offset of the gate paired with position t (t+1, or t-1 mirrored) and of the state that
   // multiplies d[t] (t-1, or t+1 mirrored).
   static constexpr int kGateShift = kForwardReverse ? -1 : 1;
@@ -160,6 +163,90 @@ struct BackwardProblem {
     store_vector<kVec>(db, v, lo, hi, yb);
   }
 
+  __device__ __forceinline__ const T* staged_input(int s) const {
+    return s == 0 ? a : s == 1 ? x : g;
+  }
+  __device__ __forceinline__ C staged_fill(int s) const {
+    return s == 0 ? C(1) : s == 1 ? h0 : C(0);
+  }
+  __device__ __forceinline__ T* staged_output(int o) const { return o == 0 ? da : db; }
+  __host__ __device__ static constexpr int staged_output_slot(int o) { return 1 + o; }
+
+  /// One thread's kVectors consecutive staged vectors, the stretch [f0, f0 + kVectors * kVec)
+  /// of its warp's kWarpSpan elements. read(j) gives vector j's pairs (shifted gate, gradient)
+  /// and shifted states: inside the stretch from shared memory, past its ends the outer
+  /// neighbours that staged_view read. write(j) puts dL/da over vector j's states and dL/db over
+  /// its gradients; in scan order that comes after the last read of each.
+  template <int kVectors, int kWarpSpan>
+  struct StagedView {
+    static constexpr int kSpan = kVectors * kVec;
+    const BackwardProblem& problem;
+    const uint4* va;  // this thread's first vector of each stream
+    uint4* vx;
+    uint4* vg;
+    const T* ea;  // the warp's stretch of gates and states, by element
+    const T* ex;
+    int64_t origin;  // grid position of the warp's first element
+    int f0;
+    bool whole;
+    C gate_edge, state_edge;
+
+    __device__ __forceinline__ void read(int j, Work& w) const {
+      const int e0 = f0 + j * kVec;
+      alignas(16) T av[kVec], xv[kVec], gv[kVec];
+      *reinterpret_cast<uint4*>(av) = va[j];
+      *reinterpret_cast<uint4*>(xv) = vx[j];
+      *reinterpret_cast<uint4*>(gv) = vg[j];
+      const C a_next = kGateShift > 0
+                           ? (j + 1 < kVectors ? to_compute<C>(ea[e0 + kVec]) : gate_edge)
+                           : (j > 0 ? to_compute<C>(ea[e0 - 1]) : gate_edge);
+      const C x_next = kStateShift > 0
+                           ? (j + 1 < kVectors ? to_compute<C>(ex[e0 + kVec]) : state_edge)
+                           : (j > 0 ? to_compute<C>(ex[e0 - 1]) : state_edge);
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        const int ia = i + kGateShift, ix = i + kStateShift;
+        w.a[i] = ia >= 0 && ia < kVec ? to_compute<C>(av[ia]) : a_next;
+        w.x[i] = ix >= 0 && ix < kVec ? to_compute<C>(xv[ix]) : x_next;
+        w.b[i] = to_compute<C>(gv[i]);
+        const int64_t v = origin + e0 + i;
+        if (!whole && (v < problem.lo || v >= problem.hi)) w.a[i] = C(1);  // the identity
+      }
+    }
+    __device__ __forceinline__ void write(int j, const Work& w) const {
+      alignas(16) T ya[kVec], yb[kVec];
+      problem.gradients(w, ya, yb);
+      vx[j] = *reinterpret_cast<const uint4*>(ya);
+      vg[j] = *reinterpret_cast<const uint4*>(yb);
+    }
+  };
+  /// The view of the thread at `lane` of a warp whose staged stretch of kWarpSpan elements,
+  /// from grid position `origin`, lies at slots[s] for stream s (`whole`: all of it inside the
+  /// sequence). Reads the thread's outer neighbours, the gate and the state one position past
+  /// its stretch: from the warp's shared memory, or from memory at the warp's edges, where the
+  /// neighbour may belong to the next tile in scan order, which writes its gradients only after
+  /// this tile has published its aggregate; so call it before the block's first barrier.
+  template <int kVectors, int kWarpSpan>
+  __device__ __forceinline__ StagedView<kVectors, kWarpSpan> staged_view(uint4* const (&slots)[3],
+                                                                         int64_t origin, int lane,
+                                                                         bool whole) const {
+    constexpr int kSpan = kVectors * kVec;
+    const int first = lane * kVectors, f0 = lane * kSpan;
+    const T* ea = reinterpret_cast<const T*>(slots[0]);
+    const T* ex = reinterpret_cast<const T*>(slots[1]);
+    const int ga = kGateShift > 0 ? f0 + kSpan : f0 - 1;
+    const int xa = kStateShift > 0 ? f0 + kSpan : f0 - 1;
+    const auto inside = [&](int64_t v) { return v >= lo && v < hi; };
+    const C gate_edge = ga >= 0 && ga < kWarpSpan ? to_compute<C>(ea[ga])
+                        : inside(origin + ga)     ? to_compute<C>(a[origin + ga])
+                                                  : C(1);
+    const C state_edge = xa >= 0 && xa < kWarpSpan ? to_compute<C>(ex[xa])
+                         : inside(origin + xa)     ? to_compute<C>(x[origin + xa])
+                                                   : h0;
+    return {*this, slots[0] + first, slots[1] + first, slots[2] + first, ea, ex, origin, f0,
+            whole, gate_edge,        state_edge};
+  }
+
   int64_t offset;  // element offset of the sequence's first element
   int64_t state;   // index of the sequence's states and their gradients
   bool active;
@@ -175,20 +262,21 @@ struct BackwardProblem {
     const int64_t base = site.offset - lead;
     constexpr int kWidth = kLanes < kWarpThreads ? kLanes : kWarpThreads;
     const int lane = rank % kWidth;
-    return {p.gates + base,
-            p.states + base,
-            p.grad_out + base,
-            p.grad_gates + base,
-            p.grad_tokens + base,
-            lead,
-            active ? lead + p.length : lead,
-            active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[site.state]) : C(0),
-            kWidth,
-            lane == kWidth - 1,
-            lane == 0,
-            site.offset,
-            site.state,
-            active};
+    return {
+        p.gates + base,
+        p.states + base,
+        p.grad_out + base,
+        p.grad_gates + base,
+        p.grad_tokens + base,
+        lead,
+        active ? lead + p.length : lead,
+        active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[site.state]) : C(0),
+        kWidth,
+        lane == kWidth - 1,
+        lane == 0,
+        site.offset,
+        site.state,
+        active};
   }
   /// The carry before the first element in scan order: dL/d(final state), or 0.
   __device__ __forceinline__ C initial_carry(const Params& p) const {

@@ -40,9 +40,12 @@ struct ForwardProblem {
   using C = compute_t<T>;
   static constexpr bool kReverse = kReverseScan;
   static constexpr int kVec = kAccessItems<T, kVector>;
-  /// Streams the multi-block path stages with bulk copies (LookbackHold::kStaged): gates and
-  /// tokens, on the vector path (where they share one 16-byte grid with out); 0: none.
+  /// The multi-block path's staged tile (LookbackHold::kStaged, lookback_staged_kernel), on the
+  /// vector path (where gates, tokens and out share one 16-byte grid); 0 streams: not staged.
+  /// Staged streams: gates and tokens, filled with the identity (1, 0) outside the sequence; the
+  /// states go out over the tokens.
   static constexpr int kStagedStreams = kVector ? 2 : 0;
+  static constexpr int kStagedOutputs = 1;
 
   struct Loaded {
     alignas(16) T a[kVec];
@@ -77,6 +80,44 @@ struct ForwardProblem {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
     store_vector<kVec>(x, v, lo, hi, y);
+  }
+
+  __device__ __forceinline__ const T* staged_input(int s) const { return s == 0 ? a : b; }
+  __device__ __forceinline__ C staged_fill(int s) const { return s == 0 ? C(1) : C(0); }
+  __device__ __forceinline__ T* staged_output(int) const { return x; }
+  __host__ __device__ static constexpr int staged_output_slot(int) { return 1; }
+
+  /// One thread's kVectors consecutive staged vectors: read(j) converts vector j, write(j) puts
+  /// its states over its tokens.
+  template <int kVectors>
+  struct StagedView {
+    const ForwardProblem& problem;
+    const uint4* gates;  // this thread's first vector of each stream
+    uint4* tokens;
+    int64_t origin;  // grid position of its first element
+
+    __device__ __forceinline__ void read(int j, Work& w) const {
+      Loaded loaded;
+      *reinterpret_cast<uint4*>(loaded.a) = gates[j];
+      *reinterpret_cast<uint4*>(loaded.b) = tokens[j];
+      problem.convert(loaded, origin + int64_t(j) * kVec, w);
+    }
+    __device__ __forceinline__ void write(int j, const Work& w) const {
+      alignas(16) T y[kVec];
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
+      tokens[j] = *reinterpret_cast<const uint4*>(y);
+    }
+  };
+  /// The view of the thread at `lane` of a warp whose staged stretch of kWarpSpan elements,
+  /// from grid position `origin`, lies at slots[s] for stream s (`whole`: all of it inside the
+  /// sequence).
+  template <int kVectors, int kWarpSpan>
+  __device__ __forceinline__ StagedView<kVectors> staged_view(uint4* const (&slots)[2],
+                                                              int64_t origin, int lane,
+                                                              bool /*whole*/) const {
+    const int first = lane * kVectors;
+    return {*this, slots[0] + first, slots[1] + first, origin + int64_t(first) * kVec};
   }
 
   int64_t state;  // index of the sequence's initial and final states

@@ -3,10 +3,12 @@
 // Two paths:
 //   one block per sequence   the warp, block and chunked kernels, a row of the length table
 //                            (tuning.cuh); no scratch memory.
-//   many blocks per sequence lookback_kernel, when there are too few sequences to fill the
+//   many blocks per sequence the staged multi-block kernels (lookback_kernel where bulk copies
+//                            are not available), when there are too few sequences to fill the
 //                            GPU (LookbackPolicy::max_sequences_per_sm per multiprocessor) and a
 //                            sequence spans more than one of its tiles; scratch memory for the
-//                            tile states.
+//                            tile states. Calls that make few tiles take the tuning's smaller
+//                            tiles (LookbackTuning::kShortPolicy).
 //
 // Scratch follows CUB's two-phase rule: a call with a null workspace reports the bytes needed
 // (at least 1) and launches nothing; a call with a workspace too small is an error. The bytes
@@ -18,8 +20,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "../agent/tile_lookback.cuh"
 #include "../status.cuh"
@@ -53,103 +57,198 @@ struct Scratch {
 /// The path and scratch of a call.
 struct Plan {
   bool multi_block = false;
-  int64_t tiles = 0;   ///< multi-block: an upper bound on the tiles (sequences * chunks)
-  int64_t groups = 0;  ///< multi-block: an upper bound on the groups of tiles
-  size_t bytes = 0;    ///< scratch bytes needed (0 on the one-block path)
+  bool short_tiles = false;  ///< multi-block: the tuning's short-tile policy (few tiles)
+  size_t bytes = 0;          ///< scratch bytes needed (0 on the one-block path)
 };
 
 /// The most tiles the multi-block path launches (one block each, a 1-D grid).
 constexpr int64_t kMaxTiles = 2147483647;
 
+/// A multi-block tuning's policies. `Lookback::kPolicy` is the main one; a tuning may also give
+/// `kShortPolicy` with `kShortBelowTilesPerSm` (smaller tiles for calls that make few of the main
+/// policy's tiles) and `Fallback` (the policy a staged one runs as where bulk copies are not
+/// available). A tuning without them (tests, sweeps) runs its one policy everywhere, as loads
+/// into registers where it cannot stage.
+template <class L, class = void>
+struct ShortTilesOf {
+  static constexpr LookbackPolicy kPolicy = L::kPolicy;
+  static constexpr double kBelowTilesPerSm = 0;
+};
+template <class L>
+struct ShortTilesOf<L, std::void_t<decltype(L::kShortPolicy)>> {
+  static constexpr LookbackPolicy kPolicy = L::kShortPolicy;
+  static constexpr double kBelowTilesPerSm = L::kShortBelowTilesPerSm;
+};
+template <class L, class = void>
+struct FallbackOf {
+  static constexpr LookbackPolicy kPolicy = L::kPolicy;
+};
+template <class L>
+struct FallbackOf<L, std::void_t<typename L::Fallback>> {
+  static constexpr LookbackPolicy kPolicy = L::Fallback::kPolicy;
+};
+template <class L, bool kShort>
+struct PolicyOf {
+  static constexpr LookbackPolicy kPolicy = kShort ? ShortTilesOf<L>::kPolicy : L::kPolicy;
+};
+
+/// Whether every architecture this translation unit is compiled for has the bulk-copy engine
+/// (sm_90 and later, from nvcc's __CUDA_ARCH_LIST__): then a staged policy's fallback kernel is
+/// never launched on the vector path and is not compiled.
+constexpr bool all_targets_stage() {
+#if defined(__CUDA_ARCH_LIST__)
+  constexpr int kArchs[] = {__CUDA_ARCH_LIST__};
+  for (int arch : kArchs)
+    if (arch < 900) return false;
+  return true;
+#else
+  return false;
+#endif
+}
+
+/// Tile-state bytes of `sequences` sequences of at most `span` elements in tiles of `tile`.
+template <class C>
+constexpr size_t tile_state_bytes(int64_t sequences, int64_t span, int64_t tile) {
+  const int64_t chunks = ceil_div(span, tile);
+  return TileStates<C>::bytes(sequences * chunks, sequences * ceil_div(chunks, kTilesPerGroup));
+}
+
 /// Plans a call of `sequences` sequences of `length` elements. The tiles are bounded with the
 /// largest lead a sequence can have in front of it (a vector less one element), so the plan does
-/// not depend on the pointers.
+/// not depend on the pointers; the scratch covers the fallback policy's tiles too.
 template <class C, int kVec, class Lookback>
 Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allowed, Plan& plan) {
   constexpr LookbackPolicy P = Lookback::kPolicy;
+  using Short = ShortTilesOf<Lookback>;
   plan = Plan{};
   if (!scratch_allowed || path == Path::kOneBlock) return Status::success();
-  const int64_t chunks = ceil_div(length + kVec - 1, P.tile());
-  if (path == Path::kAuto) {
-    if (length <= P.tile()) return Status::success();
-    if (double(sequences) >= P.max_sequences_per_sm * 16) {  // no device has fewer than 16 SMs
-      int device = 0, sms = 0;
-      cudaError_t e = cudaGetDevice(&device);
-      if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return Status::cuda_error(e);
-      }
-      if (double(sequences) >= P.max_sequences_per_sm * sms) return Status::success();
-    }
+  constexpr int64_t kSmallest = P.tile() < Short::kPolicy.tile() ? P.tile() : Short::kPolicy.tile();
+  if (path == Path::kAuto && length <= kSmallest) return Status::success();
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::cuda_error(e);
   }
-  if (sequences * chunks > kMaxTiles) {  // over 2^31 tiles of >= 1024 elements: not in memory
+  if (path == Path::kAuto && double(sequences) >= P.max_sequences_per_sm * sms)
+    return Status::success();
+  const int64_t span = length + kVec - 1;
+  plan.short_tiles =
+      double(sequences) * double(ceil_div(span, P.tile())) < Short::kBelowTilesPerSm * sms;
+  const int64_t tile = plan.short_tiles ? Short::kPolicy.tile() : P.tile();
+  if (double(sequences) * double(ceil_div(span, tile)) > double(kMaxTiles)) {
+    // over 2^31 tiles of >= 1024 elements: not in memory
     if (path == Path::kMultiBlock) return Status::not_supported("too many tiles for one grid");
     return Status::success();
   }
   plan.multi_block = true;
-  plan.tiles = sequences * chunks;
-  plan.groups = sequences * ceil_div(chunks, kTilesPerGroup);
-  plan.bytes = TileStates<C>::bytes(plan.tiles, plan.groups);
+  const size_t own = tile_state_bytes<C>(sequences, span, tile);
+  const size_t fallback =
+      tile_state_bytes<C>(sequences, span, FallbackOf<Lookback>::kPolicy.tile());
+  plan.bytes = own > fallback ? own : fallback;
   return Status::success();
 }
 
-/// Zeroes the tile states' status words and launches the multi-block kernel, one block per tile.
-/// `tiles` and `groups` are the plan's bounds, which the workspace was carved for.
-template <class Problem, class Lookback>
-cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace, int64_t tiles,
-                            int64_t groups, cudaStream_t stream) {
-  constexpr LookbackPolicy P = Lookback::kPolicy;
-  using C = typename Problem::C;
-  constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
-  const int64_t chunks = ceil_div(p.span_bound, P.tile());
-  const auto grid = static_cast<unsigned>(p.sequences * chunks);
-  const int64_t groups_per_sequence = ceil_div(chunks, kTilesPerGroup);
-  const TileStates<C> states = TileStates<C>::carve(workspace, tiles, groups);
-  const auto reset = [&] {
-    return cudaMemsetAsync(TileStates<C>::align(workspace), 0,
-                           TileStates<C>::reset_bytes(tiles, groups), stream);
-  };
-  cudaError_t e;
-  if constexpr (P.hold == LookbackHold::kStaged && Problem::kStagedStreams > 0) {
-    constexpr int kStreams = Problem::kStagedStreams;
-    static_assert(kStreams == 2 || P.register_items == 0, "the backward pass stages everything");
-    auto* kernel = staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks>();
-    bool supported = false;
-    if ((e = stage_supported(kernel, supported)) != cudaSuccess) return e;
-    if (supported) {
-      constexpr int kShared = int(kStreams * P.threads * (P.items - P.register_items) *
-                                  sizeof(typename Problem::Storage));
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
-      if (e != cudaSuccess || (e = reset()) != cudaSuccess) return e;
-      kernel<<<grid, P.threads, kShared, stream>>>(p, states, chunks, groups_per_sequence);
-      return cudaGetLastError();
+/// Whether the staged kernel `kKernel` runs on the current device (compiled for sm_90 or later),
+/// with its dynamic shared memory allowance raised to `kSharedBytes`. Asked of the runtime once
+/// per kernel and device and then remembered, so that a launch costs no attribute calls.
+template <auto kKernel, int kSharedBytes>
+cudaError_t prepare_staged(bool& supported) {
+  constexpr int kDevices = 64;  // devices beyond these are asked on every launch
+  static std::atomic<signed char> known[kDevices];  // 0 not asked, 1 supported, -1 not
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  if (device < kDevices) {
+    const signed char v = known[device].load(std::memory_order_acquire);
+    if (v != 0) {
+      supported = v > 0;
+      return cudaSuccess;
     }
   }
-  // The scalar path holds kVec times more runs, too many for shared memory: it reloads instead;
-  // so does a staged policy where bulk copies are not available.
-  constexpr LookbackHold kHold =
-      P.hold == LookbackHold::kStaged || (Problem::kVec == 1 && P.hold == LookbackHold::kShared)
-          ? LookbackHold::kReload
-          : P.hold;
-  if ((e = reset()) != cudaSuccess) return e;
-  lookback_kernel<Problem, P.threads, P.items, kMinBlocks, kHold>
-      <<<grid, P.threads, 0, stream>>>(p, states, chunks, groups_per_sequence);
+  if ((e = stage_supported(kKernel, supported)) != cudaSuccess) return e;
+  if (supported && (e = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             kSharedBytes)) != cudaSuccess)
+    return e;
+  if (device < kDevices) known[device].store(supported ? 1 : -1, std::memory_order_release);
+  return cudaSuccess;
+}
+
+/// Carves the tile states of `p` in tiles of `kTile` from `workspace`, zeroes their status words
+/// and launches `kernel` (one block per tile, `shared` bytes of dynamic shared memory).
+template <class Problem, int64_t kTile, class Kernel>
+cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename Problem::Params& p,
+                         void* workspace, cudaStream_t stream) {
+  using C = typename Problem::C;
+  const int64_t chunks = ceil_div(p.span_bound, kTile);
+  const int64_t tiles = p.sequences * chunks;
+  const int64_t groups_per_sequence = ceil_div(chunks, kTilesPerGroup);
+  const int64_t groups = p.sequences * groups_per_sequence;
+  const TileStates<C> states = TileStates<C>::carve(workspace, tiles, groups);
+  const cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
+                                        TileStates<C>::reset_bytes(tiles, groups), stream);
+  if (e != cudaSuccess) return e;
+  kernel<<<static_cast<unsigned>(tiles), threads, shared, stream>>>(p, states, chunks,
+                                                                    groups_per_sequence);
   return cudaGetLastError();
 }
 
-/// launch_lookback for `Problem<T, reverse, vector>`.
+/// Launches the multi-block path of `p` with policy `Policy::kPolicy` (`Fallback::kPolicy` where
+/// a staged policy cannot stage: the scalar path, or a device without the bulk-copy engine).
+template <class Problem, class Policy, class Fallback>
+cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
+                            cudaStream_t stream) {
+  constexpr LookbackPolicy P = Policy::kPolicy;
+  constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
+  constexpr bool kStaged = P.hold == LookbackHold::kStaged;
+  if constexpr (kStaged && Problem::kStagedStreams > 0) {
+    constexpr int kShared = int(Problem::kStagedStreams * P.threads * (P.items - P.register_items) *
+                                sizeof(typename Problem::Storage));
+    constexpr auto kKernel =
+        staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks>();
+    bool supported = false;
+    if (const cudaError_t e = prepare_staged<kKernel, kShared>(supported); e != cudaSuccess)
+      return e;
+    if (supported)
+      return launch_tiles<Problem, P.tile()>(kKernel, P.threads, kShared, p, workspace, stream);
+    if constexpr (all_targets_stage()) return cudaErrorNoKernelImageForDevice;
+  }
+  if constexpr (!kStaged || Problem::kStagedStreams == 0 || !all_targets_stage()) {
+    // Loads into registers: the policy itself, or where a staged one cannot stage, its fallback.
+    // The scalar path holds kVec times more runs, too many for shared memory: it reloads.
+    constexpr LookbackPolicy F = kStaged ? Fallback::kPolicy : P;
+    constexpr int kFallbackMinBlocks = Problem::kVec > 1 ? F.min_blocks : 1;
+    constexpr LookbackHold kHold = F.hold == LookbackHold::kShared && Problem::kVec > 1
+                                       ? LookbackHold::kShared
+                                       : LookbackHold::kReload;
+    return launch_tiles<Problem, F.tile()>(
+        &lookback_kernel<Problem, F.threads, F.items, kFallbackMinBlocks, kHold>, F.threads, 0, p,
+        workspace, stream);
+  }
+}
+
+/// launch_lookback for `Problem<T, reverse, vector>` with the policy `plan` chose of `Lookback`.
 template <template <class, bool, bool> class Problem, class T, class Lookback>
 cudaError_t launch_lookback(bool reverse, bool vector,
                             const typename Problem<T, false, false>::Params& p, void* workspace,
                             const Plan& plan, cudaStream_t stream) {
-  const int64_t t = plan.tiles, g = plan.groups;
-  if (reverse)
-    return vector ? launch_lookback<Problem<T, true, true>, Lookback>(p, workspace, t, g, stream)
-                  : launch_lookback<Problem<T, true, false>, Lookback>(p, workspace, t, g, stream);
-  return vector ? launch_lookback<Problem<T, false, true>, Lookback>(p, workspace, t, g, stream)
-                : launch_lookback<Problem<T, false, false>, Lookback>(p, workspace, t, g, stream);
+  using Fallback = FallbackOf<Lookback>;
+  const auto with = [&](auto short_tiles) {
+    using Policy = PolicyOf<Lookback, decltype(short_tiles)::value>;
+    if (reverse)
+      return vector
+                 ? launch_lookback<Problem<T, true, true>, Policy, Fallback>(p, workspace, stream)
+                 : launch_lookback<Problem<T, true, false>, Policy, Fallback>(p, workspace, stream);
+    return vector
+               ? launch_lookback<Problem<T, false, true>, Policy, Fallback>(p, workspace, stream)
+               : launch_lookback<Problem<T, false, false>, Policy, Fallback>(p, workspace, stream);
+  };
+  constexpr bool kHasShort = ShortTilesOf<Lookback>::kBelowTilesPerSm > 0;
+  if constexpr (kHasShort) {
+    if (plan.short_tiles) return with(std::true_type{});
+  }
+  return with(std::false_type{});
 }
 
 /// Runs a validated, non-empty call of `Problem<T, reverse, vector>`: plans it, handles its

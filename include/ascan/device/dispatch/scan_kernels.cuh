@@ -10,10 +10,10 @@
 // Many blocks per sequence, for few long sequences (scratch memory for the tile states):
 //   lookback_kernel  every tile of every sequence scanned by one block, tiles of a sequence
 //                    joined by decoupled look-back (device/agent/tile_lookback.cuh).
-//   lookback_staged_kernel, lookback_staged_backward_kernel
+//   lookback_staged_kernel
 //                    the same, forward and backward, the tile staged in shared memory by bulk
-//                    copies (device/agent/tile_staging.cuh; sm_90, vector path) and partly held
-//                    in registers.
+//                    copies (device/agent/tile_staging.cuh; sm_90, vector path) and, forward,
+//                    partly held in registers.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -192,18 +192,20 @@ __device__ __forceinline__ void unstage_by_lanes(T* dst, const uint4* src, int64
 }
 
 /// Multi-block kernel with the tile staged in shared memory by bulk copies
-/// (LookbackHold::kStaged, device/agent/tile_staging.cuh; sm_90 and later, vector path). Same
-/// tiles, look-back and order as lookback_kernel; what differs is where the elements are. A tile
-/// is two parts, in scan order:
-///   1. the staged part, kStagedItems per thread: thread r owns consecutive 16-byte vectors
-///      (blocked, not striped: the bulk copies fill shared memory contiguously, and an odd count
-///      of vectors per thread makes the threads' 16-byte reads conflict-free). Lane 0 of each
-///      warp copies the warp's stretch of gates and tokens into shared memory and the warp waits
-///      on its own barrier; a stretch that reaches outside the sequence is staged by the warp's
-///      lanes instead, element by element, with the identity (1, 0) outside. The states
-///      overwrite the tokens in shared memory and go out by one bulk copy per warp.
+/// (LookbackHold::kStaged, device/agent/tile_staging.cuh; sm_90 and later, vector path), for the
+/// forward scan and the backward pass. Same tiles, look-back and order as lookback_kernel; what
+/// differs is where the elements are. A tile is two parts, in scan order:
+///   1. the staged part, kItems - kRegisterItems per thread: thread r owns consecutive 16-byte
+///      vectors (blocked, not striped: the bulk copies fill shared memory contiguously, and an
+///      odd count of vectors per thread makes the threads' 16-byte reads conflict-free). Lane 0 of
+///      each warp copies the warp's stretch of every stream the Problem stages (forward: gates and
+///      tokens; backward: gates, states and upstream gradients) into shared memory and the warp
+///      waits on its own barrier; a stretch that reaches outside the sequence is staged by the
+///      warp's lanes instead, element by element, with the Problem's fills outside. The
+///      Problem's StagedView reads a thread's vectors and writes its results back over staged
+///      streams, which go out by one bulk copy per warp and stream.
 ///   2. the held part, kRegisterItems per thread in striped runs, loaded into registers (as
-///      lookback_kernel does) and held there across the look-back.
+///      lookback_kernel does) and held there across the look-back (forward only).
 /// The look-back takes as long as a tile's loads, so throughput is the bytes resident per
 /// multiprocessor: shared memory gives about 200 KB of them, and the registers the few threads
 /// of a staged block do not need give the rest.
@@ -216,21 +218,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   using T = typename Problem::Storage;
   constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
-  static_assert(Problem::kStagedStreams == 2 && kVec * sizeof(T) == 16,
-                "staged tiles are 16-byte vectors of gates and tokens");
+  constexpr int kStreams = Problem::kStagedStreams;
+  static_assert(kStreams > 0 && kVec * sizeof(T) == 16, "staged tiles are 16-byte vectors");
   static_assert(kItems % kVec == 0 && kRegisterItems % kVec == 0 && kRegisterItems < kItems,
                 "items per thread are whole vectors, some of them staged");
   constexpr int kVectors = (kItems - kRegisterItems) / kVec;  // staged, per thread, consecutive
   constexpr int kHeld = kRegisterItems / kVec;                // held runs
   constexpr int kWarps = kThreads / kWarpThreads;
   constexpr int kWarpVectors = kWarpThreads * kVectors;
-  constexpr int64_t kWarpSpan = int64_t(kWarpVectors) * kVec;  // staged elements per warp
-  constexpr int64_t kStagedSpan = kWarpSpan * kWarps;
+  constexpr int kWarpSpan = kWarpVectors * kVec;  // staged elements per warp
+  constexpr int64_t kStagedSpan = int64_t(kWarpSpan) * kWarps;
   constexpr int64_t kRun = int64_t(kThreads) * kVec;
   constexpr int64_t kTile = kStagedSpan + kRun * kHeld;
   static_assert(kThreads % kWarpThreads == 0, "whole warps");
 
-  extern __shared__ uint4 staged[];  // gates: kStagedSpan / kVec vectors, then tokens (states)
+  extern __shared__ uint4 staged[];  // stream s at staged + s * kStagedSpan / kVec
   __shared__ uint64_t landed[kWarps];
   using Group = BlockScan<C, kThreads, kReverse, 1 + kHeld>;
   __shared__ typename Group::TempStorage storage;
@@ -248,13 +250,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     return tile_origin + kStagedSpan + j * kRun + int64_t(rank) * kVec;
   };
   const bool whole = origin >= problem.lo && origin + kWarpSpan <= problem.hi;
-  uint4* const ga = staged + warp * kWarpVectors;
-  uint4* const gb = staged + kStagedSpan / kVec + warp * kWarpVectors;
+  uint4* slots[kStreams];  // this warp's stretch of each stream
+#pragma unroll
+  for (int s = 0; s < kStreams; ++s)
+    slots[s] = staged + s * (kStagedSpan / kVec) + warp * kWarpVectors;
   constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
   if (whole && lane == 0) {
-    arm_staging(&landed[warp], 2 * kBytes);
-    stage(&landed[warp], ga, problem.a + origin, kBytes);
-    stage(&landed[warp], gb, problem.b + origin, kBytes);
+    arm_staging(&landed[warp], kStreams * kBytes);
+#pragma unroll
+    for (int s = 0; s < kStreams; ++s)
+      stage(&landed[warp], slots[s], problem.staged_input(s) + origin, kBytes);
   }
   typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
 #pragma unroll
@@ -263,26 +268,21 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     __syncwarp();
     wait_staged(&landed[warp]);
   } else {
-    stage_by_lanes<kWarpVectors>(ga, problem.a, origin, problem.lo, problem.hi, C(1), lane);
-    stage_by_lanes<kWarpVectors>(gb, problem.b, origin, problem.lo, problem.hi, C(0), lane);
+#pragma unroll
+    for (int s = 0; s < kStreams; ++s)
+      stage_by_lanes<kWarpVectors>(slots[s], problem.staged_input(s), origin, problem.lo,
+                                   problem.hi, problem.staged_fill(s), lane);
     __syncwarp();
   }
+  const auto view = problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, whole);
 
-  // Staged vector j of this thread, its grid position, and its elements converted.
-  const int first = lane * kVectors;
-  auto read = [&](int j, typename Problem::Work& w) {
-    typename Problem::Loaded loaded;
-    *reinterpret_cast<uint4*>(loaded.a) = ga[first + j];
-    *reinterpret_cast<uint4*>(loaded.b) = gb[first + j];
-    problem.convert(loaded, origin + int64_t(first + j) * kVec, w);
-  };
   Affine<C> aggregate[1 + kHeld];
   aggregate[0] = affine_identity<C>();
 #pragma unroll
   for (int s = 0; s < kVectors; ++s) {
     const int j = kReverse ? kVectors - 1 - s : s;
     typename Problem::Work w;
-    read(j, w);
+    view.read(j, w);
     const Affine<C> f = thread_reduce<kReverse>(w.a, w.b);
     aggregate[0] = s == 0 ? f : compose(aggregate[0], f);
   }
@@ -309,175 +309,36 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   for (int s = 0; s < kVectors; ++s) {
     const int j = kReverse ? kVectors - 1 - s : s;
     typename Problem::Work w;
-    read(j, w);
+    view.read(j, w);
     state = thread_scan<kReverse>(state, w.a, w.b);
-    alignas(16) T y[kVec];
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
-    gb[first + j] = *reinterpret_cast<const uint4*>(y);
+    view.write(j, w);
   }
   if (whole) {
     fence_for_unstage();
     __syncwarp();
     if (lane == 0) {
-      unstage(problem.x + origin, gb, kBytes);
+#pragma unroll
+      for (int o = 0; o < Problem::kStagedOutputs; ++o)
+        unstage(problem.staged_output(o) + origin, slots[Problem::staged_output_slot(o)], kBytes);
       wait_unstaged();
     }
   } else {
     __syncwarp();
-    unstage_by_lanes<kWarpVectors>(problem.x, gb, origin, problem.lo, problem.hi, lane);
+#pragma unroll
+    for (int o = 0; o < Problem::kStagedOutputs; ++o)
+      unstage_by_lanes<kWarpVectors>(problem.staged_output(o),
+                                     slots[Problem::staged_output_slot(o)], origin, problem.lo,
+                                     problem.hi, lane);
   }
 }
 
-/// Multi-block kernel of the backward pass with the tile staged in shared memory by bulk copies
-/// (LookbackHold::kStaged; sm_90 and later, vector path). The tile is the staged part of
-/// lookback_staged_kernel with three streams (gates, states, upstream gradients) and no held
-/// part. The gradient pairs take the gate and the state one position over: inside a thread's
-/// vectors they are read from shared memory; the thread's outer neighbours are read before the
-/// block's first barrier (from a neighbouring lane's stretch, or from memory at a warp's edge,
-/// where the neighbour may belong to the next tile in scan order, which writes its gradients only
-/// after this tile has published its aggregate). dL/da overwrites the states and dL/db the
-/// gradients in shared memory, in scan order, each after the last read of what it replaces, and
-/// both go out by bulk copies.
-template <class Problem, int kThreads, int kItems, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-    lookback_staged_backward_kernel(const typename Problem::Params p,
-                                    const TileStates<typename Problem::C> tiles,
-                                    const int64_t chunks, const int64_t groups) {
-  using C = typename Problem::C;
-  using T = typename Problem::Storage;
-  constexpr bool kReverse = Problem::kReverse;
-  constexpr int kVec = Problem::kVec;
-  static_assert(Problem::kStagedStreams == 3 && kVec * sizeof(T) == 16,
-                "staged tiles are 16-byte vectors of gates, states and gradients");
-  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
-  constexpr int kVectors = kItems / kVec;  // per thread, consecutive
-  constexpr int kWarps = kThreads / kWarpThreads;
-  constexpr int kWarpVectors = kWarpThreads * kVectors;
-  constexpr int kWarpSpan = kWarpVectors * kVec;  // elements per warp
-  constexpr int64_t kTile = int64_t(kWarpSpan) * kWarps;
-  constexpr int kSpan = kVectors * kVec;  // elements per thread
-  constexpr int kGateShift = Problem::kGateShift, kStateShift = Problem::kStateShift;
-  static_assert(kThreads % kWarpThreads == 0, "whole warps");
-
-  extern __shared__ uint4 staged[];  // gates, states (then dL/da), gradients (then dL/db)
-  __shared__ uint64_t landed[kWarps];
-  using Group = BlockScan<C, kThreads, kReverse, 1>;
-  __shared__ typename Group::TempStorage storage;
-  __shared__ C entering_slot;
-
-  const int rank = static_cast<int>(threadIdx.x);
-  const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
-  const int64_t k = blockIdx.x / p.sequences;
-  const int64_t seq = blockIdx.x - k * p.sequences;
-  const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
-  const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + warp * kWarpSpan;
-  const bool whole = origin >= problem.lo && origin + kWarpSpan <= problem.hi;
-  uint4* const va = staged + warp * kWarpVectors;
-  uint4* const vx = va + kTile / kVec;
-  uint4* const vg = vx + kTile / kVec;
-  T* const ea = reinterpret_cast<T*>(va);
-  T* const ex = reinterpret_cast<T*>(vx);
-  constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
-  const auto inside = [&](int64_t v) { return v >= problem.lo && v < problem.hi; };
-  if (whole) {
-    if (lane == 0) {
-      arm_staging(&landed[warp], 3 * kBytes);
-      stage(&landed[warp], va, problem.a + origin, kBytes);
-      stage(&landed[warp], vx, problem.x + origin, kBytes);
-      stage(&landed[warp], vg, problem.g + origin, kBytes);
-    }
-    __syncwarp();
-    wait_staged(&landed[warp]);
-  } else {
-    stage_by_lanes<kWarpVectors>(va, problem.a, origin, problem.lo, problem.hi, C(1), lane);
-    stage_by_lanes<kWarpVectors>(vx, problem.x, origin, problem.lo, problem.hi, problem.h0, lane);
-    stage_by_lanes<kWarpVectors>(vg, problem.g, origin, problem.lo, problem.hi, C(0), lane);
-    __syncwarp();
-  }
-
-  // The thread's outer neighbours: the gate and the state one position past its stretch
-  // [f0, f0 + kSpan) (warp-local element indices), from this warp's shared memory or from memory.
-  const int f0 = lane * kSpan;
-  const int ga = kGateShift > 0 ? f0 + kSpan : f0 - 1;
-  const int xa = kStateShift > 0 ? f0 + kSpan : f0 - 1;
-  const C gate_edge = ga >= 0 && ga < kWarpSpan ? to_compute<C>(ea[ga])
-                      : inside(origin + ga)     ? to_compute<C>(problem.a[origin + ga])
-                                                : C(1);
-  const C state_edge = xa >= 0 && xa < kWarpSpan ? to_compute<C>(ex[xa])
-                       : inside(origin + xa)     ? to_compute<C>(problem.x[origin + xa])
-                                                 : problem.h0;
-
-  // The pairs (shifted gate, gradient) and shifted states of this thread's vector j.
-  auto read = [&](int j, typename Problem::Work& w) {
-    const int e0 = f0 + j * kVec;
-    alignas(16) T a[kVec], x[kVec], g[kVec];
-    *reinterpret_cast<uint4*>(a) = va[lane * kVectors + j];
-    *reinterpret_cast<uint4*>(x) = vx[lane * kVectors + j];
-    *reinterpret_cast<uint4*>(g) = vg[lane * kVectors + j];
-    const C a_next = kGateShift > 0 ? (j + 1 < kVectors ? to_compute<C>(ea[e0 + kVec]) : gate_edge)
-                                    : (j > 0 ? to_compute<C>(ea[e0 - 1]) : gate_edge);
-    const C x_next = kStateShift > 0
-                         ? (j + 1 < kVectors ? to_compute<C>(ex[e0 + kVec]) : state_edge)
-                         : (j > 0 ? to_compute<C>(ex[e0 - 1]) : state_edge);
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      const int ia = i + kGateShift, ix = i + kStateShift;
-      w.a[i] = ia >= 0 && ia < kVec ? to_compute<C>(a[ia]) : a_next;
-      w.x[i] = ix >= 0 && ix < kVec ? to_compute<C>(x[ix]) : x_next;
-      w.b[i] = to_compute<C>(g[i]);
-      if (!whole && !inside(origin + e0 + i)) w.a[i] = C(1);  // outside: the identity (1, 0)
-    }
-  };
-  Affine<C> mine = affine_identity<C>();
-#pragma unroll
-  for (int s = 0; s < kVectors; ++s) {
-    const int j = kReverse ? kVectors - 1 - s : s;
-    typename Problem::Work w;
-    read(j, w);
-    const Affine<C> f = thread_reduce<kReverse>(w.a, w.b);
-    mine = s == 0 ? f : compose(mine, f);
-  }
-  Group group(storage);
-  Affine<C> exclusive, tile_map;
-  group.exclusive_scan(mine, exclusive, tile_map);
-  const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
-
-  C state = apply(exclusive, entering);
-#pragma unroll
-  for (int s = 0; s < kVectors; ++s) {
-    const int j = kReverse ? kVectors - 1 - s : s;
-    typename Problem::Work w;
-    read(j, w);
-    state = thread_scan<kReverse>(state, w.a, w.b);
-    alignas(16) T da[kVec], db[kVec];
-    problem.gradients(w, da, db);
-    vx[lane * kVectors + j] = *reinterpret_cast<const uint4*>(da);
-    vg[lane * kVectors + j] = *reinterpret_cast<const uint4*>(db);
-  }
-  if (whole) {
-    fence_for_unstage();
-    __syncwarp();
-    if (lane == 0) {
-      unstage(problem.da + origin, vx, kBytes);
-      unstage(problem.db + origin, vg, kBytes);
-      wait_unstaged();
-    }
-  } else {
-    __syncwarp();
-    unstage_by_lanes<kWarpVectors>(problem.da, vx, origin, problem.lo, problem.hi, lane);
-    unstage_by_lanes<kWarpVectors>(problem.db, vg, origin, problem.lo, problem.hi, lane);
-  }
-}
-
-/// The staged multi-block kernel of `Problem`: the forward scan's (two streams) or the backward
-/// pass's (three).
+/// The staged multi-block kernel of `Problem`. The backward pass stages its whole tile: held
+/// registers beside it measured slower on most of the long rows (bench/RESULTS.md).
 template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks>
 constexpr auto staged_kernel() {
-  if constexpr (Problem::kStagedStreams == 2)
-    return &lookback_staged_kernel<Problem, kThreads, kItems, kRegisterItems, kMinBlocks>;
-  else
-    return &lookback_staged_backward_kernel<Problem, kThreads, kItems, kMinBlocks>;
+  static_assert(Problem::kStagedStreams == 2 || kRegisterItems == 0,
+                "the backward pass stages its whole tile");
+  return &lookback_staged_kernel<Problem, kThreads, kItems, kRegisterItems, kMinBlocks>;
 }
 
 /// Launches row `kRow` of `Table` for `Problem`: grid, block and template arguments from the row.

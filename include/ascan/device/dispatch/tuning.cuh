@@ -176,9 +176,9 @@ struct BackwardTuning<2> {
 enum class LookbackHold {
   kReload,  ///< nowhere: loaded again after the look-back, from L2 by then
   kShared,  ///< in shared memory, copied there after the loads land
-  /// In shared memory, put there by bulk copies (lookback_staged_kernel and
-  /// lookback_staged_backward_kernel), plus, forward, LookbackPolicy::register_items per thread
-  /// held in registers: vector path on sm_90 and later; elsewhere kReload.
+  /// In shared memory, put there by bulk copies (lookback_staged_kernel), plus, forward,
+  /// LookbackPolicy::register_items per thread held in registers: vector path on sm_90 and
+  /// later; elsewhere the tuning's fallback policy (LookbackFallbackTuning).
   kStaged,
 };
 
@@ -196,6 +196,19 @@ struct LookbackPolicy {
   /// beside those staged in shared memory.
   int register_items = 0;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
+};
+
+/// Where the bulk-copy engine is not available (before sm_90), the staged policies above run as
+/// these: the multi-block policies measured on the H200 before staged tiles (2026-11-29, loads
+/// into registers; forward f32 0.73-0.82, bf16 0.79-0.83, backward 0.57-0.71 of the copy on the
+/// long rows), not measured on any earlier GPU.
+template <int kBytes, bool kBackward>
+struct LookbackFallbackTuning {
+  static constexpr int V = 16 / kBytes;
+  static constexpr LookbackPolicy kPolicy =
+      kBackward     ? LookbackPolicy{256, 2 * V, 4, 0, LookbackHold::kReload}
+      : kBytes == 2 ? LookbackPolicy{256, 4 * V, 5, 0, LookbackHold::kShared}
+                    : LookbackPolicy{256, 4 * V, 4, 0, LookbackHold::kReload};
 };
 
 /// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
@@ -236,6 +249,19 @@ struct LookbackPolicy {
 ///   bf16 bwd   0.04 | 0.60   0.22 | 0.64   0.28 | 0.62   0.43 | 0.60   0.56 | 0.63   0.65 | 0.64
 ///              (one block per sequence | multi-block)
 ///
+/// Short tiles (kShortPolicy; sweep of 2026-11-30, results/multiblock_short_tiles_sweep.json,
+/// forward, efficiency of the library's long tile | the short tile; 7 launches each, and shapes
+/// this small move by +-0.05 between runs):
+///
+///              1x8x2^16     1x32x2^16    1x128x2^16   1x132x2^16   1x32x2^18    1x16x2^20
+///   f32        0.53 | 0.58  0.65 | 0.68  0.73 | 0.73  -            0.64 | 0.74  0.67 | 0.75
+///   bf16       0.21 | 0.50  0.31 | 0.55  0.48 | 0.67  0.45*| 0.69  0.49 | 0.60  0.67 | 0.64
+///
+/// (* the crossover run below; that build also read the look-back's records early, which was not
+/// kept, bench/RESULTS.md.) The long tiles win from about 16 (f32) and 8 (16-bit) of them per
+/// multiprocessor; below, the short ones. The 16-bit rows were the regression of the first
+/// staged policy.
+///
 /// Thresholds (multi-block below this many sequences per multiprocessor): f32 forward 2,
 /// 16-bit forward 1, f32 backward 1.5, 16-bit backward 4 (its one-block kernel needs about 8
 /// sequences per multiprocessor). Double: the float values (not measured).
@@ -246,6 +272,14 @@ struct LookbackTuning {
       kBackward     ? LookbackPolicy{64, 9 * V, 8, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kStaged}
       : kBytes == 2 ? LookbackPolicy{64, (17 + 8) * V, 6, 1.0, LookbackHold::kStaged, 8 * V}
                     : LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V};
+  /// Calls whose sequences make fewer than kShortBelowTilesPerSm of kPolicy's tiles per
+  /// multiprocessor (too few to fill the GPU a few times over) take kShortPolicy's smaller tiles:
+  /// 64 threads x (9 staged + 4 held) vectors, 8 blocks per multiprocessor. Backward's tile is
+  /// small already.
+  static constexpr LookbackPolicy kShortPolicy =
+      kBackward ? kPolicy : LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V};
+  static constexpr double kShortBelowTilesPerSm = kBackward ? 0.0 : kBytes == 2 ? 8.0 : 16.0;
+  using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
