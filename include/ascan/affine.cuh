@@ -17,6 +17,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
+#include <cstring>
+
 namespace ascan {
 
 /// The affine map x -> a * x + b in the compute type `T` (float for 16-bit storage).
@@ -90,6 +93,30 @@ __host__ __device__ __forceinline__ __nv_bfloat16 to_storage<__nv_bfloat16, floa
 }
 
 #if defined(__CUDACC__)
+
+/// Converts a vector of kVec storage values to compute values. A bfloat16 is the upper half of
+/// the float it widens to, so a pair packed in a 32-bit word widens with one shift and one mask
+/// (exact; element-wise conversion spends an extra byte permute on every odd element).
+template <int kVec, class C, class T>
+__device__ __forceinline__ void widen(const T (&in)[kVec], C (&out)[kVec]) {
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) out[i] = to_compute<C>(in[i]);
+}
+template <int kVec>
+__device__ __forceinline__ void widen(const __nv_bfloat16 (&in)[kVec], float (&out)[kVec]) {
+  if constexpr (kVec % 2 != 0) {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) out[i] = __bfloat162float(in[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kVec / 2; ++i) {
+      uint32_t pair;
+      memcpy(&pair, &in[2 * i], sizeof(pair));
+      out[2 * i] = __uint_as_float(pair << 16);
+      out[2 * i + 1] = __uint_as_float(pair & 0xffff0000u);
+    }
+  }
+}
 
 /// Number of lanes in a warp.
 constexpr int kWarpThreads = 32;

@@ -69,11 +69,8 @@ struct ForwardProblem {
   /// writes its positions, and it has not yet.
   __device__ __forceinline__ void reload(Loaded& r, int64_t v) const { load(r, v); }
   __device__ __forceinline__ void convert(const Loaded& r, int64_t, Work& w) const {
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      w.a[i] = to_compute<C>(r.a[i]);
-      w.b[i] = to_compute<C>(r.b[i]);
-    }
+    widen(r.a, w.a);
+    widen(r.b, w.b);
   }
   __device__ __forceinline__ void store(const Work& w, int64_t v) const {
     alignas(16) T y[kVec];
@@ -109,13 +106,20 @@ struct ForwardProblem {
       tokens[j] = *reinterpret_cast<const uint4*>(y);
     }
   };
+  /// What a thread reads besides its staged vectors (the backward pass's neighbours): nothing.
+  struct StagedEdges {};
+  template <int kVectors, int kWarpSpan>
+  __device__ __forceinline__ StagedEdges staged_edges(int64_t, int) const {
+    return {};
+  }
   /// The view of the thread at `lane` of a warp whose staged stretch of kWarpSpan elements,
   /// from grid position `origin`, lies at slots[s] for stream s (`whole`: all of it inside the
-  /// sequence).
+  /// sequence), once it has landed.
   template <int kVectors, int kWarpSpan>
   __device__ __forceinline__ StagedView<kVectors> staged_view(uint4* const (&slots)[2],
                                                               int64_t origin, int lane,
-                                                              bool /*whole*/) const {
+                                                              bool /*whole*/,
+                                                              const StagedEdges&) const {
     const int first = lane * kVectors;
     return {*this, slots[0] + first, slots[1] + first, origin + int64_t(first) * kVec};
   }

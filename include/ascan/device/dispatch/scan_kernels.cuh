@@ -264,6 +264,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
 #pragma unroll
   for (int j = 0; j < kHeld; ++j) problem.load(held[j], held_at(j));
+  const auto edges = problem.template staged_edges<kVectors, kWarpSpan>(origin, lane);
   if (whole) {
     __syncwarp();
     wait_staged(&landed[warp]);
@@ -274,7 +275,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                                    problem.hi, problem.staged_fill(s), lane);
     __syncwarp();
   }
-  const auto view = problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, whole);
+  const auto view =
+      problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, whole, edges);
 
   Affine<C> aggregate[1 + kHeld];
   aggregate[0] = affine_identity<C>();
