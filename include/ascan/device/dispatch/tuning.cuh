@@ -215,8 +215,14 @@ struct LookbackFallbackTuning {
 ///
 /// Tile shape: 64 threads, each owning consecutive 16-byte vectors staged in shared memory by bulk
 /// copies (an odd count: conflict-free reads) and, forward, 8 more vectors held in registers.
-/// Float (and double) forward 25 + 8 vectors, 4 blocks per multiprocessor; 16-bit forward 17 + 8,
-/// 6 blocks; backward 9 staged vectors, 8 blocks. From the sweeps on the H200 (bench
+/// Forward 17 + 8 vectors, 6 blocks per multiprocessor (double 25 + 8, 4 blocks); backward 9
+/// staged vectors, 8 blocks. f32 forward took 25 + 8 at 4 blocks until 2026-11-30; runs of both
+/// shapes that day (µs on the four rows below; results/multiblock_lookback_depth_*.json,
+/// multiblock_direct_stores_sweep.json, grid_f32_forward_17_8.json) gave 878-890 / 222-241 /
+/// 408-412 / 417-419 for 25 + 8 and 884-902 / 219-234 / 417-420 / 408-410 for 17 + 8: a wash
+/// overall (-1-2% on two rows, +2% on the others), and one shape for every 16- and 32-bit type.
+/// (1, 16, 2^22) moves between two speeds from run to run, forward and backward alike. From
+/// the sweeps on the H200 (bench
 /// --ascan_tune_multi, 2026-11-30; results/multiblock_staged_*sweep*.json), µs on (1, 1, 2^28) /
 /// (1, 16, 2^22) / (2, 4, 2^24) / (1, 128, 2^20):
 ///
@@ -232,7 +238,7 @@ struct LookbackFallbackTuning {
 ///   staged 64x9 m8       1659 / 385 / 751 / 695   955 / 232 / 457 / 421
 ///
 /// Smaller blocks with more vectors per thread win at the same shared memory per multiprocessor,
-/// and registers beside shared memory win again. Double takes the float shapes (not measured).
+/// and registers beside shared memory win again. Double is not measured.
 ///
 /// Crossover (position-major build with the earlier tiles, 2026-11-29,
 /// results/multiblock_position_major_crossover.json): efficiency of each path forced, S sequences
@@ -268,10 +274,15 @@ struct LookbackFallbackTuning {
 template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
+  /// Forward: 64 threads x (17 staged + 8 held) vectors, 6 blocks per multiprocessor; double
+  /// keeps 25 + 8 at 4 blocks (at 6 blocks' registers the 17 + 8 shape spills).
+  static constexpr LookbackPolicy kForward =
+      kBytes == 8 ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
+                  : LookbackPolicy{
+                        64, (17 + 8) * V, 6, kBytes == 2 ? 1.0 : 2.0, LookbackHold::kStaged, 8 * V};
   static constexpr LookbackPolicy kPolicy =
-      kBackward     ? LookbackPolicy{64, 9 * V, 8, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kStaged}
-      : kBytes == 2 ? LookbackPolicy{64, (17 + 8) * V, 6, 1.0, LookbackHold::kStaged, 8 * V}
-                    : LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V};
+      kBackward ? LookbackPolicy{64, 9 * V, 8, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kStaged}
+                : kForward;
   /// Calls whose sequences make fewer than kShortBelowTilesPerSm of kPolicy's tiles per
   /// multiprocessor (too few to fill the GPU a few times over) take kShortPolicy's smaller tiles:
   /// 64 threads x (9 staged + 4 held) vectors, 8 blocks per multiprocessor. Backward's tile is
