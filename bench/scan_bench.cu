@@ -959,10 +959,11 @@ void register_tuning(const GridRow& grid_row) {
   }
 }
 
-// Multi-block sweep rows: both paths on the crossover shapes, and every lookback candidate on
-// the long rows of the standard grid.
+// Multi-block sweep rows: both paths (`paths`) on the crossover and short-tile shapes, and every
+// lookback candidate (`candidates`) on the short-tile shapes and the long rows of the standard
+// grid.
 template <class T>
-void register_multi_tuning(const GridRow& row, bool crossover) {
+void register_multi_tuning(const GridRow& row, bool paths, bool candidates) {
   if constexpr (std::is_same_v<T, __half>) {
     return;  // the sweep covers float and bfloat16
   } else {
@@ -980,11 +981,11 @@ void register_multi_tuning(const GridRow& row, bool crossover) {
           ->Iterations(1)
           ->Unit(benchmark::kMicrosecond);
     };
-    if (crossover) {
+    if (paths) {
       reg("path/" + case_name + "/one_block", Op::kPath, 0, nullptr);
       reg("path/" + case_name + "/multi_block", Op::kPath, 1, nullptr);
-      if (row.shape.sequences() >= 132) return;
     }
+    if (!candidates) return;
     auto each = [&](auto candidates, auto direction) {
       std::apply(
           [&](auto... c) {
@@ -1089,10 +1090,10 @@ int main(int argc, char** argv) {
                                              : standard_grid()) {
         if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
         if (sweep == 2 && row.shape.sequences() > 128) continue;  // the long rows only
-        const bool crossover = sweep != 2;
+
         with_dtype(d, [&](auto* tag) {
           using T = std::remove_pointer_t<decltype(tag)>;
-          register_multi_tuning<T>(row, crossover);
+          register_multi_tuning<T>(row, sweep != 2, sweep != 0);
         });
       }
   }

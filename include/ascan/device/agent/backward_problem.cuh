@@ -92,12 +92,9 @@ struct BackwardProblem {
   bool low_edge;   // this lane's previous neighbour is outside its shuffle width
 
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const {
-    const T h0_t = to_storage<T>(h0);  // exact: h0 came from T
-    load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
-    load_vector<kVec>(x, v, lo, hi, r.x, h0_t);
-    load_vector<kVec>(g, v, lo, hi, r.g, to_storage<T>(C(0)));
+    reload(r, v);
     // Forward: a[v + kVec] and x[v - 1]; mirrored: a[v - 1] and x[v + kVec]. Positions outside
-    // the sequence read as the fills above: gate 1, state h0.
+    // the sequence read as reload's fills: gate 1, state h0.
     const int64_t ae = kForwardReverse ? v - 1 : v + kVec;
     const int64_t xe = kForwardReverse ? v + kVec : v - 1;
     if (kForwardReverse ? low_edge : high_edge)
@@ -106,10 +103,10 @@ struct BackwardProblem {
       r.x_edge = xe >= lo && xe < hi ? to_compute<C>(x[xe]) : h0;
   }
 
-  /// Loads the elements at positions v .. v+kVec-1 again, keeping the edge elements read by
-  /// load: a neighbouring tile may have written its gradients over those since (grad_gates may
-  /// be exactly states), never over this tile's own positions (the multi-block path's
-  /// LookbackHold::kReload).
+  /// The elements at positions v .. v+kVec-1 without the edge elements: load's first half, and
+  /// alone the multi-block path's LookbackHold::kReload, which keeps the edge elements load read
+  /// (a neighbouring tile may have written its gradients over those since, where grad_gates is
+  /// states; never over this tile's own positions). h0 converts back exactly: it came from T.
   __device__ __forceinline__ void reload(Loaded& r, int64_t v) const {
     load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
     load_vector<kVec>(x, v, lo, hi, r.x, to_storage<T>(h0));
@@ -230,10 +227,10 @@ struct BackwardProblem {
   /// where they lie outside its warp's stretch (lane 0 or 31, by direction): read from memory,
   /// as the identity's gate 1 and h0 outside the sequence. Call it at the kernel's start, so that
   /// the loads travel with the bulk copies instead of adding a round trip after them (measured:
-  /// 2-3 us per tile under load). Reading that early is also safe where grad_gates is states:
-  /// the neighbour belongs to this tile, whose gradients are written after the block's first
-  /// barrier, or to the next tile in scan order, which writes them only after this tile has
-  /// published its aggregate.
+  /// 2-3 us per tile under load). Reading that early is safe: no gradient may overlap the gates
+  /// (can_implement), and where grad_gates is states, the state neighbour belongs to this tile,
+  /// whose gradients are written after the block's first barrier, or to the next tile in scan
+  /// order, which writes them only after this tile has published its aggregate.
   struct StagedEdges {
     C gate, state;
   };

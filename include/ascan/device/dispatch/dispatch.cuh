@@ -3,12 +3,12 @@
 // Two paths:
 //   one block per sequence   the warp, block and chunked kernels, a row of the length table
 //                            (tuning.cuh); no scratch memory.
-//   many blocks per sequence the staged multi-block kernels (lookback_kernel where bulk copies
-//                            are not available), when there are too few sequences to fill the
-//                            GPU (LookbackPolicy::max_sequences_per_sm per multiprocessor) and a
-//                            sequence spans more than one of its tiles; scratch memory for the
-//                            tile states. Calls that make few tiles take the tuning's smaller
-//                            tiles (LookbackTuning::kShortPolicy).
+//   many blocks per sequence lookback_staged_kernel (lookback_kernel on the scalar path and
+//                            where bulk copies are not available), when there are too few
+//                            sequences to fill the GPU (LookbackPolicy::max_sequences_per_sm per
+//                            multiprocessor) and a sequence spans more than one of its tiles;
+//                            scratch memory for the tile states. Calls that make few tiles take the
+//                            tuning's smaller tiles (LookbackTuning::kShortPolicy).
 //
 // Scratch follows CUB's two-phase rule: a call with a null workspace reports the bytes needed
 // (at least 1) and launches nothing; a call with a workspace too small is an error. The bytes
@@ -92,20 +92,6 @@ struct PolicyOf {
   static constexpr LookbackPolicy kPolicy = kShort ? ShortTilesOf<L>::kPolicy : L::kPolicy;
 };
 
-/// Whether every architecture this translation unit is compiled for has the bulk-copy engine
-/// (sm_90 and later, from nvcc's __CUDA_ARCH_LIST__): then a staged policy's fallback kernel is
-/// never launched on the vector path and is not compiled.
-constexpr bool all_targets_stage() {
-#if defined(__CUDA_ARCH_LIST__)
-  constexpr int kArchs[] = {__CUDA_ARCH_LIST__};
-  for (int arch : kArchs)
-    if (arch < 900) return false;
-  return true;
-#else
-  return false;
-#endif
-}
-
 /// Tile-state bytes of `sequences` sequences of at most `span` elements in tiles of `tile`.
 template <class C>
 constexpr size_t tile_state_bytes(int64_t sequences, int64_t span, int64_t tile) {
@@ -122,8 +108,7 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   using Short = ShortTilesOf<Lookback>;
   plan = Plan{};
   if (!scratch_allowed || path == Path::kOneBlock) return Status::success();
-  constexpr int64_t kSmallest = P.tile() < Short::kPolicy.tile() ? P.tile() : Short::kPolicy.tile();
-  if (path == Path::kAuto && length <= kSmallest) return Status::success();
+  if (path == Path::kAuto && length <= P.tile()) return Status::success();
   int device = 0, sms = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -137,22 +122,23 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   plan.short_tiles =
       double(sequences) * double(ceil_div(span, P.tile())) < Short::kBelowTilesPerSm * sms;
   const int64_t tile = plan.short_tiles ? Short::kPolicy.tile() : P.tile();
-  if (double(sequences) * double(ceil_div(span, tile)) > double(kMaxTiles)) {
+  constexpr int64_t kFallbackTile = FallbackOf<Lookback>::kPolicy.tile();
+  const int64_t smallest = tile < kFallbackTile ? tile : kFallbackTile;  // either may run
+  if (double(sequences) * double(ceil_div(span, smallest)) > double(kMaxTiles)) {
     // over 2^31 tiles of >= 1024 elements: not in memory
     if (path == Path::kMultiBlock) return Status::not_supported("too many tiles for one grid");
     return Status::success();
   }
   plan.multi_block = true;
-  const size_t own = tile_state_bytes<C>(sequences, span, tile);
-  const size_t fallback =
-      tile_state_bytes<C>(sequences, span, FallbackOf<Lookback>::kPolicy.tile());
-  plan.bytes = own > fallback ? own : fallback;
+  plan.bytes = tile_state_bytes<C>(sequences, span, smallest);
   return Status::success();
 }
 
-/// Whether the staged kernel `kKernel` runs on the current device (compiled for sm_90 or later),
-/// with its dynamic shared memory allowance raised to `kSharedBytes`. Asked of the runtime once
-/// per kernel and device and then remembered, so that a launch costs no attribute calls.
+/// Whether the staged kernel `kKernel` runs on the current device (compiled for sm_90 or later;
+/// asked of the runtime once per kernel and device, then remembered), with its dynamic shared
+/// memory allowance raised to `kSharedBytes` where that is over the default 48 KiB (set on every
+/// such launch: the setting does not survive cudaDeviceReset; the library's own float and
+/// 16-bit policies stay under it).
 template <auto kKernel, int kSharedBytes>
 cudaError_t prepare_staged(bool& supported) {
   constexpr int kDevices = 64;  // devices beyond these are asked on every launch
@@ -160,18 +146,15 @@ cudaError_t prepare_staged(bool& supported) {
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
-  if (device < kDevices) {
-    const signed char v = known[device].load(std::memory_order_acquire);
-    if (v != 0) {
-      supported = v > 0;
-      return cudaSuccess;
-    }
+  const signed char v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
+  if (v != 0) {
+    supported = v > 0;
+  } else {
+    if ((e = stage_supported(kKernel, supported)) != cudaSuccess) return e;
+    if (device < kDevices) known[device].store(supported ? 1 : -1, std::memory_order_release);
   }
-  if ((e = stage_supported(kKernel, supported)) != cudaSuccess) return e;
-  if (supported && (e = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             kSharedBytes)) != cudaSuccess)
-    return e;
-  if (device < kDevices) known[device].store(supported ? 1 : -1, std::memory_order_release);
+  if (supported && kSharedBytes > 48 * 1024)
+    return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   return cudaSuccess;
 }
 
@@ -212,20 +195,17 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
       return e;
     if (supported)
       return launch_tiles<Problem, P.tile()>(kKernel, P.threads, kShared, p, workspace, stream);
-    if constexpr (all_targets_stage()) return cudaErrorNoKernelImageForDevice;
   }
-  if constexpr (!kStaged || Problem::kStagedStreams == 0 || !all_targets_stage()) {
-    // Loads into registers: the policy itself, or where a staged one cannot stage, its fallback.
-    // The scalar path holds kVec times more runs, too many for shared memory: it reloads.
-    constexpr LookbackPolicy F = kStaged ? Fallback::kPolicy : P;
-    constexpr int kFallbackMinBlocks = Problem::kVec > 1 ? F.min_blocks : 1;
-    constexpr LookbackHold kHold = F.hold == LookbackHold::kShared && Problem::kVec > 1
-                                       ? LookbackHold::kShared
-                                       : LookbackHold::kReload;
-    return launch_tiles<Problem, F.tile()>(
-        &lookback_kernel<Problem, F.threads, F.items, kFallbackMinBlocks, kHold>, F.threads, 0, p,
-        workspace, stream);
-  }
+  // Loads into registers: the policy itself, or where a staged one cannot stage, its fallback.
+  // The scalar path holds kVec times more runs, too many for shared memory: it reloads.
+  constexpr LookbackPolicy F = kStaged ? Fallback::kPolicy : P;
+  constexpr int kFallbackMinBlocks = Problem::kVec > 1 ? F.min_blocks : 1;
+  constexpr LookbackHold kHold = F.hold == LookbackHold::kShared && Problem::kVec > 1
+                                     ? LookbackHold::kShared
+                                     : LookbackHold::kReload;
+  return launch_tiles<Problem, F.tile()>(
+      &lookback_kernel<Problem, F.threads, F.items, kFallbackMinBlocks, kHold>, F.threads, 0, p,
+      workspace, stream);
 }
 
 /// launch_lookback for `Problem<T, reverse, vector>` with the policy `plan` chose of `Lookback`.

@@ -198,10 +198,11 @@ struct LookbackPolicy {
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
-/// Where the bulk-copy engine is not available (before sm_90), the staged policies above run as
-/// these: the multi-block policies measured on the H200 before staged tiles (2026-11-29, loads
-/// into registers; forward f32 0.73-0.82, bf16 0.79-0.83, backward 0.57-0.71 of the copy on the
-/// long rows), not measured on any earlier GPU.
+/// Where a staged policy (LookbackTuning, below) cannot stage, it runs as these: on the scalar
+/// path (pointers not on the 16-byte grid) and where the bulk-copy engine is not available
+/// (before sm_90). They are the multi-block policies measured on the H200 before staged tiles
+/// (2026-11-29, loads into registers; forward f32 0.73-0.82, bf16 0.79-0.83, backward 0.57-0.71 of
+/// the copy on the long rows), not measured on any earlier GPU.
 template <int kBytes, bool kBackward>
 struct LookbackFallbackTuning {
   static constexpr int V = 16 / kBytes;
@@ -264,9 +265,9 @@ struct LookbackFallbackTuning {
 ///   bf16       0.21 | 0.50  0.31 | 0.55  0.48 | 0.67  0.45*| 0.69  0.49 | 0.60  0.67 | 0.64
 ///
 /// (* the crossover run below; that build also read the look-back's records early, which was not
-/// kept, bench/RESULTS.md.) The long tiles win from about 16 (f32) and 8 (16-bit) of them per
-/// multiprocessor; below, the short ones. The 16-bit rows were the regression of the first
-/// staged policy.
+/// kept, bench/RESULTS.md.) The long tiles win from about 16 (f32, tiles of 25 + 8 vectors) and 8
+/// (16-bit) of them per multiprocessor; below, the short ones. Double is not measured. The 16-bit
+/// rows were the regression of the first staged policy.
 ///
 /// Thresholds (multi-block below this many sequences per multiprocessor): f32 forward 2,
 /// 16-bit forward 1, f32 backward 1.5, 16-bit backward 4 (its one-block kernel needs about 8
@@ -289,7 +290,13 @@ struct LookbackTuning {
   /// small already.
   static constexpr LookbackPolicy kShortPolicy =
       kBackward ? kPolicy : LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V};
-  static constexpr double kShortBelowTilesPerSm = kBackward ? 0.0 : kBytes == 2 ? 8.0 : 16.0;
+  /// The cut-offs were measured with the 16-bit tile and the earlier f32 tile of 25 + 8 vectors
+  /// (16 of those per multiprocessor); f32's is scaled to the same elements per multiprocessor.
+  /// max_sequences_per_sm of the short and fallback policies is not read.
+  static constexpr double kShortBelowTilesPerSm = kBackward     ? 0.0
+                                                  : kBytes == 2 ? 8.0
+                                                  : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
+                                                                : 16.0;
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
 };
 
