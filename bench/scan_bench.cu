@@ -21,8 +21,7 @@
 // standard grid; --ascan_tune_multi registers the multi-block sweeps instead: path/... rows with
 // each path forced on S sequences of 2^16 and 2^20 elements (the crossover recorded in
 // LookbackTuning) and on the short-tile shapes (short_grid), and tune/... rows with each
-// candidate tile shape of the multi-block kernel on the long rows and on the shapes with fewer
-// than 132 sequences.
+// candidate tile shape of the multi-block kernel on the long rows and on the short-tile shapes.
 //
 // Each scan and cub row measures its own copy in the same run and reports
 //
@@ -1090,7 +1089,6 @@ int main(int argc, char** argv) {
                                              : standard_grid()) {
         if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
         if (sweep == 2 && row.shape.sequences() > 128) continue;  // the long rows only
-
         with_dtype(d, [&](auto* tag) {
           using T = std::remove_pointer_t<decltype(tag)>;
           register_multi_tuning<T>(row, sweep != 2, sweep != 0);

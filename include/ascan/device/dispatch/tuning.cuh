@@ -222,10 +222,10 @@ struct LookbackFallbackTuning {
 /// multiblock_direct_stores_sweep.json, grid_f32_forward_17_8.json) gave 878-890 / 222-241 /
 /// 408-412 / 417-419 for 25 + 8 and 884-902 / 219-234 / 417-420 / 408-410 for 17 + 8: a wash
 /// overall (-1-2% on two rows, +2% on the others), and one shape for every 16- and 32-bit type.
-/// (1, 16, 2^22) moves between two speeds from run to run, forward and backward alike. From
-/// the sweeps on the H200 (bench
-/// --ascan_tune_multi, 2026-11-30; results/multiblock_staged_*sweep*.json), µs on (1, 1, 2^28) /
-/// (1, 16, 2^22) / (2, 4, 2^24) / (1, 128, 2^20):
+/// (1, 16, 2^22) moves between two speeds from run to run, forward and backward alike. From the
+/// sweeps on the H200 (bench --ascan_tune_multi, 2026-11-30;
+/// results/multiblock_staged_*sweep*.json), µs on (1, 1, 2^28) / (1, 16, 2^22) / (2, 4, 2^24) /
+/// (1, 128, 2^20):
 ///
 ///                        f32 forward            bf16 forward
 ///   256x4 reload|shared  1057 / 266 / 493 / 501  524 / 128 / 245 / 234   (the previous policies)
@@ -264,8 +264,9 @@ struct LookbackFallbackTuning {
 ///   f32        0.53 | 0.58  0.65 | 0.68  0.73 | 0.73  -            0.64 | 0.74  0.67 | 0.75
 ///   bf16       0.21 | 0.50  0.31 | 0.55  0.48 | 0.67  0.45*| 0.69  0.49 | 0.60  0.67 | 0.64
 ///
-/// (* the crossover run below; that build also read the look-back's records early, which was not
-/// kept, bench/RESULTS.md.) The long tiles win from about 16 (f32, tiles of 25 + 8 vectors) and 8
+/// (* from the crossover run above, results/multiblock_staged_crossover.json; the other figures
+/// come from a build that also read the look-back's records early, which was not kept,
+/// bench/RESULTS.md.) The long tiles win from about 16 (f32, tiles of 25 + 8 vectors) and 8
 /// (16-bit) of them per multiprocessor; below, the short ones. Double is not measured. The 16-bit
 /// rows were the regression of the first staged policy.
 ///
