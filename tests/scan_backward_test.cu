@@ -99,7 +99,7 @@ struct Case {
   bool grad_initial_state = false;  ///< dh0 wanted
   StateAlias dh0_alias = StateAlias::kNone;
   StateLayout state_layout{};
-  bool own_stream = false;  ///< a non-blocking stream instead of stream 0
+  bool own_stream = false;    ///< a non-blocking stream instead of stream 0
   Via via = Via::kWorkspace;  ///< the entry point called
 
   int64_t cs() const { return channel_stride < 0 ? length : channel_stride; }
@@ -951,6 +951,24 @@ TYPED_TEST(ScanBackwardTest, SmallMultiBlock) {
   cases.push_back(c);
   c.reverse = true;
   cases.push_back(c);
+  // The other kernel shapes the library can take: its short-tile policy (the forward pass's;
+  // the backward has none, so this is its main policy again at another tile) and the kernel
+  // that holds tiles in registers (off sm_90, and on the scalar path: the last case per via).
+  for (Via via : {Via::kMultiBlockShort, Via::kMultiBlockRegisters}) {
+    for (bool reverse : {false, true})
+      for (int64_t t : {1, 33, 1025, 3079, 10007})
+        for (int64_t ch : {1, 16}) {
+          c = with_states(shape_case(t, 1, ch), i % 8);
+          c.reverse = reverse;
+          c.via = via;
+          c.gates = kAllGates[i % 5];
+          ++i;
+          cases.push_back(c);
+        }
+    c = with_offsets(with_states(shape_case(5000, 1, 2), 7), kOffsets[6]);  // scalar path
+    c.via = via;
+    cases.push_back(c);
+  }
   run_cases<TypeParam>(cases);
 }
 

@@ -48,7 +48,7 @@ struct Case {
   bool initial_state = false;
   bool final_state = false;
   StateLayout state_layout{};
-  bool own_stream = false;  ///< a non-blocking stream instead of stream 0
+  bool own_stream = false;    ///< a non-blocking stream instead of stream 0
   Via via = Via::kWorkspace;  ///< the entry point called
 
   int64_t cs() const { return channel_stride < 0 ? length : channel_stride; }
@@ -1032,6 +1032,27 @@ TYPED_TEST(ScanTest, SmallMultiBlock) {
   c.via = Via::kMultiBlock;
   c.initial_state = c.final_state = true;
   cases.push_back(c);
+  // The other kernel shapes the library can take: its short-tile policy and the kernel that
+  // holds tiles in registers (off sm_90, and on the scalar path: the last case per via).
+  for (Via via : {Via::kMultiBlockShort, Via::kMultiBlockRegisters}) {
+    for (bool reverse : {false, true})
+      for (int64_t t : {1, 33, 1025, 3079, 10007})
+        for (int64_t ch : {1, 16}) {
+          c = shape_case(t, 1, ch);
+          c.reverse = reverse;
+          c.via = via;
+          c.gates = kAllGates[i % 5];
+          c.initial_state = i % 2 == 0;
+          c.final_state = i % 3 != 1;
+          ++i;
+          cases.push_back(c);
+        }
+    c = shape_case(5000, 1, 2);
+    c.out_offset = 1;
+    c.via = via;
+    c.initial_state = c.final_state = true;
+    cases.push_back(c);
+  }
   run_cases<TypeParam>(cases);
 }
 
@@ -1052,7 +1073,7 @@ TYPED_TEST(ScanTest, SmallWorkspaceRules) {
     ASSERT_TRUE(scan(r.args, nullptr, bytes).ok());
     ASSERT_GE(bytes, 1u);
     ScanArgs<T> shifted = r.args;  // other pointers (misaligned: another lead), same shape;
-    shifted.gates += 1;             // only queried, never run
+    shifted.gates += 1;            // only queried, never run
     shifted.tokens += 1;
     shifted.out += 1;
     size_t shifted_bytes = 0;
@@ -1276,7 +1297,8 @@ class HugeReference {
   }
 
   /// Exact values and magnitudes of memory elements [lo, hi).
-  void window(int64_t lo, int64_t hi, std::vector<double>& exact, std::vector<double>& scale) const {
+  void window(int64_t lo, int64_t hi, std::vector<double>& exact,
+              std::vector<double>& scale) const {
     exact.assign(hi - lo, 0);
     scale.assign(hi - lo, 0);
     const int64_t k0 = reverse_ ? n_ - hi : lo;  // the window in scan order: [k0, k0 + hi - lo)
@@ -1359,8 +1381,7 @@ TEST_F(ScanHugeTest, OneSequenceOf2To31Plus17) {
 
       FailureLog log;
       // The start, and the last 4096 + 17 elements: across element 2^31 to the end.
-      for (auto [lo, hi] :
-           {std::pair<int64_t, int64_t>{0, 4096}, {(int64_t(1) << 31) - 4096, n}}) {
+      for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 4096}, {(int64_t(1) << 31) - 4096, n}}) {
         std::vector<float> got(hi - lo + 2);  // one guard cell either side
         ASSERT_TRUE(out.download(got.data(), got.size(), kGuard + lo - 1));
         if (lo == 0) EXPECT_TRUE(is_poison(got.front())) << "wrote the cell before out";

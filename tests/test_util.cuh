@@ -388,11 +388,14 @@ class StreamGate {
 
 /// Which entry point a case calls.
 enum class Via {
-  kWorkspace,    ///< scan(args, workspace, bytes, stream) after a size query: the full dispatch
-  kPlain,        ///< scan(args, stream): no workspace, one block per sequence
-  kMallocAsync,  ///< scan(args, malloc_async, stream)
-  kMultiBlock,   ///< the multi-block path forced, with SmallLookback's tiles, so that a few
-                 ///< thousand elements span many blocks (sanitizer-sized multi-block cases)
+  kWorkspace,        ///< scan(args, workspace, bytes, stream) after a size query: the full dispatch
+  kPlain,            ///< scan(args, stream): no workspace, one block per sequence
+  kMallocAsync,      ///< scan(args, malloc_async, stream)
+  kMultiBlock,       ///< the multi-block path forced, with SmallLookback's tiles, so that a few
+                     ///< thousand elements span many blocks (sanitizer-sized multi-block cases)
+  kMultiBlockShort,  ///< the same, through a tuning's short-tile policy (SmallTiles::kShort)
+  kMultiBlockRegisters,  ///< the same, in the kernel that holds tiles in registers (the
+                         ///< fallback of staged tiles: SmallTiles::kRegisters)
 };
 
 inline const char* via_name(Via v) {
@@ -405,21 +408,53 @@ inline const char* via_name(Via v) {
       return "malloc_async";
     case Via::kMultiBlock:
       return "multi-block(small tiles)";
+    case Via::kMultiBlockShort:
+      return "multi-block(small short-tile policy)";
+    case Via::kMultiBlockRegisters:
+      return "multi-block(small tiles in registers)";
   }
   return "?";
 }
 
+/// Which kernel shape a forced multi-block case runs (Via::kMultiBlock*).
+enum class SmallTiles {
+  kMain,       ///< the tuning's main policy
+  kShort,      ///< its short-tile policy (taken whenever a tuning has one and the call is short)
+  kRegisters,  ///< the kernel that holds tiles in registers, where the library's staged policies
+               ///< fall back to off sm_90 and on the scalar path
+};
+
 /// A multi-block tile of 64 threads x 2 vectors (512 floats, 1024 16-bit elements, 256
 /// doubles): two warps and two runs, so the block scan's every step is exercised.
-template <int kBytes, bool kBackward>
+template <int kBytes, bool kBackward, SmallTiles kTiles = SmallTiles::kMain>
 struct SmallLookback {
   // The library's choice of where a tile's elements wait during the look-back, so that the forced
   // cases run the code the long shapes run: with staged tiles, one vector per thread staged in
   // shared memory and one held in registers when the library's policy holds some there.
+  static constexpr int V = 16 / kBytes;
   static constexpr detail::LookbackPolicy kLibrary =
       detail::LookbackTuning<kBytes, kBackward>::kPolicy;
   static constexpr detail::LookbackPolicy kPolicy{
-      64, 2 * 16 / kBytes, 1, 4, kLibrary.hold, kLibrary.register_items > 0 ? 16 / kBytes : 0};
+      64, 2 * V, 1, 4, kLibrary.hold, kLibrary.register_items > 0 ? V : 0};
+};
+/// The short-tile policy of a tuning, always taken: 64 threads x 3 vectors (forward, one of them
+/// held in registers where the library's short policy holds some), another shape than kMain's.
+template <int kBytes, bool kBackward>
+struct SmallLookback<kBytes, kBackward, SmallTiles::kShort>
+    : SmallLookback<kBytes, kBackward, SmallTiles::kMain> {
+  using Main = SmallLookback<kBytes, kBackward, SmallTiles::kMain>;
+  static constexpr detail::LookbackPolicy kLibraryShort =
+      detail::ShortTilesOf<detail::LookbackTuning<kBytes, kBackward>>::kPolicy;
+  static constexpr detail::LookbackPolicy kShortPolicy{
+      64, 3 * Main::V, 1, 4, kLibraryShort.hold, kLibraryShort.register_items > 0 ? Main::V : 0};
+  static constexpr double kShortBelowTilesPerSm = 1e12;
+};
+/// Tiles held in registers (or shared memory), as the library's fallback policy holds them.
+template <int kBytes, bool kBackward>
+struct SmallLookback<kBytes, kBackward, SmallTiles::kRegisters> {
+  static constexpr detail::LookbackPolicy kPolicy{
+      64, 2 * 16 / kBytes, 1, 4, detail::LookbackFallbackTuning<kBytes, kBackward>::kPolicy.hold};
+  static_assert(kPolicy.hold != detail::LookbackHold::kStaged, "a fallback does not stage");
 };
 
 /// The public entry points of the forward and backward pass under one name.
@@ -448,16 +483,28 @@ Status entry(const ScanBackwardArgs<T>& a, MallocAsync m, cudaStream_t s) {
   return scan_backward(a, m, s);
 }
 /// The multi-block path forced with SmallLookback (two-phase, like the public overload).
-template <class T>
+template <SmallTiles kTiles, class T>
 Status entry_small_tiles(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
-  return detail::scan_with<T, detail::ScanTuning<sizeof(T)>, SmallLookback<sizeof(T), false>>(
+  return detail::scan_with<T, detail::ScanTuning<sizeof(T)>,
+                           SmallLookback<sizeof(T), false, kTiles>>(
       a, detail::Scratch::two_phase(w, bytes), s, detail::Path::kMultiBlock);
 }
-template <class T>
+template <SmallTiles kTiles, class T>
 Status entry_small_tiles(const ScanBackwardArgs<T>& a, void* w, size_t& bytes, cudaStream_t s) {
   return detail::scan_backward_with<T, detail::BackwardTuning<sizeof(T)>,
-                                    SmallLookback<sizeof(T), true>>(
+                                    SmallLookback<sizeof(T), true, kTiles>>(
       a, detail::Scratch::two_phase(w, bytes), s, detail::Path::kMultiBlock);
+}
+template <class Args>
+Status entry_small_tiles(Via via, const Args& a, void* w, size_t& bytes, cudaStream_t s) {
+  switch (via) {
+    case Via::kMultiBlockShort:
+      return entry_small_tiles<SmallTiles::kShort>(a, w, bytes, s);
+    case Via::kMultiBlockRegisters:
+      return entry_small_tiles<SmallTiles::kRegisters>(a, w, bytes, s);
+    default:
+      return entry_small_tiles<SmallTiles::kMain>(a, w, bytes, s);
+  }
 }
 
 /// Calls the entry point `via` names on `stream` (forward or backward, by the args' type). The
@@ -469,16 +516,16 @@ Status call_entry(const Args& a, Via via, cudaStream_t stream,
                   DeviceBuffer<unsigned char>& workspace) {
   if (via == Via::kPlain) return entry(a, stream);
   if (via == Via::kMallocAsync) return entry(a, malloc_async, stream);
-  const bool small = via == Via::kMultiBlock;
+  const bool small = via != Via::kWorkspace;
   size_t bytes = 0;
   Status st =
-      small ? entry_small_tiles(a, nullptr, bytes, stream) : entry(a, nullptr, bytes, stream);
+      small ? entry_small_tiles(via, a, nullptr, bytes, stream) : entry(a, nullptr, bytes, stream);
   if (!st.ok()) return st;
   if (bytes == 0)
     return Status::invalid("test: the size query reported 0 bytes (CUB's rule: >= 1)");
   if (!workspace.allocate(bytes) || !workspace.poison() || cudaDeviceSynchronize() != cudaSuccess)
     return Status::invalid("test: allocating and poisoning the workspace failed");
-  return small ? entry_small_tiles(a, workspace.get(), bytes, stream)
+  return small ? entry_small_tiles(via, a, workspace.get(), bytes, stream)
                : entry(a, workspace.get(), bytes, stream);
 }
 

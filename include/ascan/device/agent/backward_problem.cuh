@@ -177,9 +177,8 @@ struct BackwardProblem {
   /// and shifted states: inside the stretch from shared memory, past its ends the outer
   /// neighbours that staged_view read. write(j) puts dL/da over vector j's states and dL/db over
   /// its gradients; in scan order that comes after the last read of each.
-  template <int kVectors, int kWarpSpan>
+  template <int kVectors>
   struct StagedView {
-    static constexpr int kSpan = kVectors * kVec;
     const BackwardProblem& problem;
     const uint4* va;  // this thread's first vector of each stream
     uint4* vx;
@@ -234,33 +233,43 @@ struct BackwardProblem {
   struct StagedEdges {
     C gate, state;
   };
+  /// Where the thread at `lane` finds its outer neighbours, as offsets into its warp's stretch:
+  /// the gate one position past its kVectors vectors, and the state.
+  template <int kVectors>
+  struct EdgeAt {
+    int gate, state;
+    __device__ __forceinline__ explicit EdgeAt(int lane) {
+      constexpr int kSpan = kVectors * kVec;
+      const int f0 = lane * kSpan;
+      gate = kGateShift > 0 ? f0 + kSpan : f0 - 1;
+      state = kStateShift > 0 ? f0 + kSpan : f0 - 1;
+    }
+  };
   template <int kVectors, int kWarpSpan>
   __device__ __forceinline__ StagedEdges staged_edges(int64_t origin, int lane) const {
-    constexpr int kSpan = kVectors * kVec;
-    const int f0 = lane * kSpan;
-    const int ga = kGateShift > 0 ? f0 + kSpan : f0 - 1;
-    const int xa = kStateShift > 0 ? f0 + kSpan : f0 - 1;
-    const auto inside = [&](int64_t v) { return v >= lo && v < hi; };
+    const EdgeAt<kVectors> at(lane);
+    const auto outer = [&](int e) {
+      return (e < 0 || e >= kWarpSpan) && origin + e >= lo && origin + e < hi;
+    };
     StagedEdges e{C(1), h0};
-    if ((ga < 0 || ga >= kWarpSpan) && inside(origin + ga)) e.gate = to_compute<C>(a[origin + ga]);
-    if ((xa < 0 || xa >= kWarpSpan) && inside(origin + xa)) e.state = to_compute<C>(x[origin + xa]);
+    if (outer(at.gate)) e.gate = to_compute<C>(a[origin + at.gate]);
+    if (outer(at.state)) e.state = to_compute<C>(x[origin + at.state]);
     return e;
   }
   /// The view of the thread at `lane` of a warp whose staged stretch of kWarpSpan elements,
   /// from grid position `origin`, lies at slots[s] for stream s (`whole`: all of it inside the
   /// sequence), once it has landed; `edges` from staged_edges.
   template <int kVectors, int kWarpSpan>
-  __device__ __forceinline__ StagedView<kVectors, kWarpSpan> staged_view(
-      uint4* const (&slots)[3], int64_t origin, int lane, bool whole,
-      const StagedEdges& edges) const {
-    constexpr int kSpan = kVectors * kVec;
-    const int first = lane * kVectors, f0 = lane * kSpan;
+  __device__ __forceinline__ StagedView<kVectors> staged_view(uint4* const (&slots)[3],
+                                                              int64_t origin, int lane, bool whole,
+                                                              const StagedEdges& edges) const {
+    const int first = lane * kVectors, f0 = first * kVec;
     const T* ea = reinterpret_cast<const T*>(slots[0]);
     const T* ex = reinterpret_cast<const T*>(slots[1]);
-    const int ga = kGateShift > 0 ? f0 + kSpan : f0 - 1;
-    const int xa = kStateShift > 0 ? f0 + kSpan : f0 - 1;
-    const C gate_edge = ga >= 0 && ga < kWarpSpan ? to_compute<C>(ea[ga]) : edges.gate;
-    const C state_edge = xa >= 0 && xa < kWarpSpan ? to_compute<C>(ex[xa]) : edges.state;
+    const EdgeAt<kVectors> at(lane);
+    const auto inner = [](int e) { return e >= 0 && e < kWarpSpan; };
+    const C gate_edge = inner(at.gate) ? to_compute<C>(ea[at.gate]) : edges.gate;
+    const C state_edge = inner(at.state) ? to_compute<C>(ex[at.state]) : edges.state;
     return {*this, slots[0] + first, slots[1] + first, slots[2] + first, ea, ex, origin, f0,
             whole, gate_edge,        state_edge};
   }

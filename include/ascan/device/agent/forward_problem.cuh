@@ -72,10 +72,14 @@ struct ForwardProblem {
     widen(r.a, w.a);
     widen(r.b, w.b);
   }
-  __device__ __forceinline__ void store(const Work& w, int64_t v) const {
-    alignas(16) T y[kVec];
+  /// The states of a scanned vector, rounded to the storage type.
+  __device__ __forceinline__ void narrow(const Work& w, T (&y)[kVec]) const {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
+  }
+  __device__ __forceinline__ void store(const Work& w, int64_t v) const {
+    alignas(16) T y[kVec];
+    narrow(w, y);
     store_vector<kVec>(x, v, lo, hi, y);
   }
 
@@ -101,8 +105,7 @@ struct ForwardProblem {
     }
     __device__ __forceinline__ void write(int j, const Work& w) const {
       alignas(16) T y[kVec];
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
+      problem.narrow(w, y);
       tokens[j] = *reinterpret_cast<const uint4*>(y);
     }
   };

@@ -80,6 +80,42 @@ __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_
   }
 }
 
+/// The thread layer of a tile, run by run: a thread holds kRuns vectors (one per run) at grid
+/// positions at(j). Shared by the one-block loop below and the multi-block kernels.
+template <class Problem, int kRuns, class At>
+__device__ __forceinline__ void load_runs(const Problem& problem,
+                                          typename Problem::Loaded (&loaded)[kRuns], const At& at) {
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], at(j));
+}
+template <class Problem, int kRuns, class At>
+__device__ __forceinline__ void convert_runs(const Problem& problem,
+                                             const typename Problem::Loaded (&loaded)[kRuns],
+                                             const At& at, typename Problem::Work (&work)[kRuns]) {
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], at(j), work[j]);
+}
+/// Folds each run's pairs into one Affine pair.
+template <class Problem, int kRuns, class C = typename Problem::C>
+__device__ __forceinline__ void reduce_runs(const typename Problem::Work (&work)[kRuns],
+                                            Affine<C> (&aggregate)[kRuns]) {
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j)
+    aggregate[j] = thread_reduce<Problem::kReverse>(work[j].a, work[j].b);
+}
+/// Runs the recurrence over each run from the state entering it and stores what the Problem
+/// makes of the results.
+template <class Problem, int kRuns, class At, class C = typename Problem::C>
+__device__ __forceinline__ void scan_runs(const Problem& problem,
+                                          typename Problem::Work (&work)[kRuns],
+                                          const C (&incoming)[kRuns], const At& at) {
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) {
+    thread_scan<Problem::kReverse>(incoming[j], work[j].a, work[j].b);
+    problem.store(work[j], at(j));
+  }
+}
+
 /// Runs `problem` over its sequence with a group of kLanes threads, this one at `rank`; `group`
 /// is a WarpScan or BlockScan over kRuns = kItems / Problem::kVec runs. All threads of the group
 /// must call it with the same `span_bound` (inactive groups included: their problem masks
@@ -104,28 +140,20 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem, int64_t span_
   };
 
   typename Problem::Loaded loaded[kRuns];
-#pragma unroll
-  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(0, j));
+  load_runs(problem, loaded, [&](int j) { return position(0, j); });
 
 #pragma unroll 1
   for (int64_t k = 0; k < tiles; ++k) {
+    const auto at = [&](int j) { return position(k, j); };
     typename Problem::Work work[kRuns];
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], position(k, j), work[j]);
-    if (!kOneTile && k + 1 < tiles) {  // the next tile's loads go out before this one's scan
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(k + 1, j));
-    }
+    convert_runs(problem, loaded, at, work);
+    if (!kOneTile && k + 1 < tiles)  // the next tile's loads go out before this one's scan
+      load_runs(problem, loaded, [&](int j) { return position(k + 1, j); });
     Affine<C> aggregate[kRuns];
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) aggregate[j] = thread_reduce<kReverse>(work[j].a, work[j].b);
+    reduce_runs<Problem>(work, aggregate);
     C incoming[kRuns];
     group.scan_state(aggregate, incoming, carry);
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      thread_scan<kReverse>(incoming[j], work[j].a, work[j].b);
-      problem.store(work[j], position(k, j));
-    }
+    scan_runs(problem, work, incoming, at);
   }
 }
 

@@ -29,7 +29,10 @@
 // and waits on no other tile's look-back, only on aggregates; and a float record is one 16-byte
 // word holding the value and its status, written and read with one vector access, so publishing
 // needs no fence. Measured on the H200 (bench/RESULTS.md): about 2.6-3.7 us per look-back, down
-// from 4.3 us with a group state that each tile waited for.
+// from 4.3 us with a group state that each tile waited for. Each record has an L2 line to itself
+// (kRecordBytes): records that share a line, written by neighbouring tiles while their successors
+// poll it, cost 5-7% on one long sequence. Polling harder costs too: keeping two or three reads
+// in flight per waiting lane, or issuing them before the tile's own scan, measured 2-8% slower.
 //
 // Memory ordering: a float record is written with one 16-byte relaxed store and read with one
 // 16-byte relaxed load (CUB's ScanTileState relies on the same single-access rule for values of
@@ -58,24 +61,34 @@ enum TileStatus : uint32_t {
 /// Tiles per group: one per lane of the warp that looks back.
 constexpr int kTilesPerGroup = 32;
 
-/// What a tile publishes: its aggregate. For float the status shares the 16-byte word, which is
-/// written and read with one vector access, so no fence orders the two (CUB's ScanTileState does
-/// the same for values of up to 8 bytes); for double the status is a separate word, written with
-/// release semantics after the aggregate and read with acquire semantics before it.
+/// Bytes each record occupies: an L2 line of its own. Neighbouring tiles publish at about the
+/// same moment from different multiprocessors while their successors poll them; with records
+/// packed eight to a line that sharing cost 5-7% on one sequence (f32 (1, 1, 2^28) forward
+/// 905 -> 847-854 us, backward 1620 -> 1508 us on the H200; one record per 32-byte sector won
+/// about a fifth of that; bench/RESULTS.md).
+constexpr int kRecordBytes = 128;
+
+/// What a tile publishes: its aggregate. For float the status shares the first 16-byte word,
+/// which is written and read with one vector access, so no fence orders the two (CUB's
+/// ScanTileState does the same for values of up to 8 bytes); for double the status is a separate
+/// word, written with release semantics after the aggregate and read with acquire semantics
+/// before it.
 template <class C>
-struct alignas(16) TileRecord {
+struct alignas(kRecordBytes) TileRecord {
   Affine<C> aggregate;
   uint32_t status;
 };
 /// What a group of tiles publishes: its aggregate, then also the state after it (same rules).
 template <class C>
-struct alignas(16) GroupRecord {
+struct alignas(kRecordBytes) GroupRecord {
   Affine<C> aggregate;
   C state;
   uint32_t status;
 };
-static_assert(sizeof(TileRecord<float>) == 16 && sizeof(GroupRecord<float>) == 16,
-              "a float record is one 16-byte word");
+static_assert(sizeof(Affine<float>) + sizeof(float) + sizeof(uint32_t) == 16 &&
+                  sizeof(TileRecord<float>) == kRecordBytes &&
+                  sizeof(GroupRecord<double>) == kRecordBytes,
+              "a float record's payload is one 16-byte word; every record is one line");
 
 /// The scratch of the multi-block path, carved from the caller's workspace: one record per tile
 /// and one per group of kTilesPerGroup tiles. All of it is zeroed before a launch (reset_bytes).
@@ -84,7 +97,7 @@ struct TileStates {
   TileRecord<C>* tiles;
   GroupRecord<C>* groups;
 
-  static constexpr size_t kAlign = 16;
+  static constexpr size_t kAlign = kRecordBytes;
   /// Bytes of records at the (aligned) start of the workspace.
   static constexpr size_t reset_bytes(int64_t tiles, int64_t groups) {
     return static_cast<size_t>(tiles) * sizeof(TileRecord<C>) +

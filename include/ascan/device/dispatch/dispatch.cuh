@@ -92,12 +92,21 @@ struct PolicyOf {
   static constexpr LookbackPolicy kPolicy = kShort ? ShortTilesOf<L>::kPolicy : L::kPolicy;
 };
 
-/// Tile-state bytes of `sequences` sequences of at most `span` elements in tiles of `tile`.
-template <class C>
-constexpr size_t tile_state_bytes(int64_t sequences, int64_t span, int64_t tile) {
-  const int64_t chunks = ceil_div(span, tile);
-  return TileStates<C>::bytes(sequences * chunks, sequences * ceil_div(chunks, kTilesPerGroup));
-}
+/// The tiles of `sequences` sequences of at most `span` elements in tiles of `tile`: each
+/// sequence runs `chunks` tiles in `groups_per_sequence` groups. The plan sizes the scratch from
+/// it and the launch carves the scratch by it.
+struct TileGrid {
+  int64_t chunks, groups_per_sequence, tiles, groups;
+
+  static constexpr TileGrid of(int64_t sequences, int64_t span, int64_t tile) {
+    const int64_t chunks = ceil_div(span, tile), per_sequence = ceil_div(chunks, kTilesPerGroup);
+    return {chunks, per_sequence, sequences * chunks, sequences * per_sequence};
+  }
+  template <class C>
+  constexpr size_t state_bytes() const {
+    return TileStates<C>::bytes(tiles, groups);
+  }
+};
 
 /// Plans a call of `sequences` sequences of `length` elements. The tiles are bounded with the
 /// largest lead a sequence can have in front of it (a vector less one element), so the plan does
@@ -130,7 +139,7 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
     return Status::success();
   }
   plan.multi_block = true;
-  plan.bytes = tile_state_bytes<C>(sequences, span, smallest);
+  plan.bytes = TileGrid::of(sequences, span, smallest).state_bytes<C>();
   return Status::success();
 }
 
@@ -164,16 +173,14 @@ template <class Problem, int64_t kTile, class Kernel>
 cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename Problem::Params& p,
                          void* workspace, cudaStream_t stream) {
   using C = typename Problem::C;
-  const int64_t chunks = ceil_div(p.span_bound, kTile);
-  const int64_t tiles = p.sequences * chunks;
-  const int64_t groups_per_sequence = ceil_div(chunks, kTilesPerGroup);
-  const int64_t groups = p.sequences * groups_per_sequence;
-  const TileStates<C> states = TileStates<C>::carve(workspace, tiles, groups);
-  const cudaError_t e = cudaMemsetAsync(TileStates<C>::align(workspace), 0,
-                                        TileStates<C>::reset_bytes(tiles, groups), stream);
+  const TileGrid grid = TileGrid::of(p.sequences, p.span_bound, kTile);
+  const TileStates<C> states = TileStates<C>::carve(workspace, grid.tiles, grid.groups);
+  const cudaError_t e =
+      cudaMemsetAsync(TileStates<C>::align(workspace), 0,
+                      TileStates<C>::reset_bytes(grid.tiles, grid.groups), stream);
   if (e != cudaSuccess) return e;
-  kernel<<<static_cast<unsigned>(tiles), threads, shared, stream>>>(p, states, chunks,
-                                                                    groups_per_sequence);
+  kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(p, states, grid.chunks,
+                                                                         grid.groups_per_sequence);
   return cudaGetLastError();
 }
 

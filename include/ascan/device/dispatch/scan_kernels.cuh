@@ -132,17 +132,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t seq = blockIdx.x - k * p.sequences;
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
   const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
+  const auto at = [&](int j) { return origin + j * kRun; };
 
   typename Problem::Loaded loaded[kRuns];
-#pragma unroll
-  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], origin + j * kRun);
+  load_runs(problem, loaded, at);
   typename Problem::Work work[kRuns];
+  convert_runs(problem, loaded, at, work);
   Affine<C> aggregate[kRuns];
+  reduce_runs<Problem>(work, aggregate);
+  if constexpr (kShared) {
 #pragma unroll
-  for (int j = 0; j < kRuns; ++j) {
-    problem.convert(loaded[j], origin + j * kRun, work[j]);
-    aggregate[j] = thread_reduce<kReverse>(work[j].a, work[j].b);
-    if constexpr (kShared) held[j][rank] = loaded[j];
+    for (int j = 0; j < kRuns; ++j) held[j][rank] = loaded[j];
   }
   Affine<C> exclusive[kRuns], tile_map;
   group.exclusive_scan(aggregate, exclusive, tile_map);
@@ -156,13 +156,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     else
       problem.reload(loaded[j], origin + j * kRun);  // from L2 by now
   }
+  convert_runs(problem, loaded, at, work);
+  C incoming[kRuns];
 #pragma unroll
-  for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], origin + j * kRun, work[j]);
-#pragma unroll
-  for (int j = 0; j < kRuns; ++j) {
-    thread_scan<kReverse>(apply(exclusive[j], entering), work[j].a, work[j].b);
-    problem.store(work[j], origin + j * kRun);
-  }
+  for (int j = 0; j < kRuns; ++j) incoming[j] = apply(exclusive[j], entering);
+  scan_runs(problem, work, incoming, at);
 }
 
 /// Stages `kVectors` 16-byte vectors of a warp's stretch of the sequence at `src` (grid position
