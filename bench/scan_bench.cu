@@ -128,14 +128,15 @@ std::vector<GridRow> standard_grid() {
 }
 
 /// The shapes of the short-tile sweep (--ascan_tune_multi): few sequences that make few of the
-/// multi-block path's tiles (LookbackTuning::kShortPolicy), forward.
+/// multi-block path's tiles (LookbackTuning::kShortPolicy), forward and backward.
 std::vector<GridRow> short_grid() {
   const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
   std::vector<GridRow> grid;
-  for (Extent e : {Extent{1, 8, int64_t{1} << 16}, Extent{1, 32, int64_t{1} << 16},
-                   Extent{1, 128, int64_t{1} << 16}, Extent{1, 8, int64_t{1} << 18},
-                   Extent{1, 32, int64_t{1} << 18}, Extent{1, 4, int64_t{1} << 20}})
-    grid.push_back({e, f32_bf16, false, false});
+  for (bool backward : {false, true})
+    for (Extent e : {Extent{1, 8, int64_t{1} << 16}, Extent{1, 32, int64_t{1} << 16},
+                     Extent{1, 128, int64_t{1} << 16}, Extent{1, 8, int64_t{1} << 18},
+                     Extent{1, 32, int64_t{1} << 18}, Extent{1, 4, int64_t{1} << 20}})
+      grid.push_back({e, f32_bf16, false, backward});
   return grid;
 }
 
@@ -719,13 +720,15 @@ using ForwardCandidates = std::tuple<
     LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 64, 25, 4, kStaged, 8>,
     LookbackCandidate<T, 64, 17, 6, kStaged, 8>, LookbackCandidate<T, 64, 13, 6, kStaged, 8>,
     LookbackCandidate<T, 64, 9, 8, kStaged, 4>, LookbackCandidate<T, 64, 9, 10, kStaged>,
-    LookbackCandidate<T, 64, 5, 12, kStaged, 2>, LookbackCandidate<T, 32, 9, 16, kStaged, 4>>;
+    LookbackCandidate<T, 64, 5, 12, kStaged, 2>, LookbackCandidate<T, 32, 9, 16, kStaged, 4>,
+    LookbackCandidate<T, 128, 17, 3, kStaged, 8>, LookbackCandidate<T, 128, 9, 4, kStaged, 4>>;
 template <class T>
 using BackwardCandidates =
     std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 64, 13, 5, kStaged>,
                LookbackCandidate<T, 64, 9, 8, kStaged>, LookbackCandidate<T, 64, 17, 4, kStaged>,
                LookbackCandidate<T, 128, 9, 4, kStaged>, LookbackCandidate<T, 64, 21, 3, kStaged>,
-               LookbackCandidate<T, 32, 25, 5, kStaged>>;
+               LookbackCandidate<T, 32, 25, 5, kStaged>, LookbackCandidate<T, 96, 9, 5, kStaged>,
+               LookbackCandidate<T, 128, 7, 5, kStaged>, LookbackCandidate<T, 256, 9, 2, kStaged>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {

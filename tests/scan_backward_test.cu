@@ -951,9 +951,9 @@ TYPED_TEST(ScanBackwardTest, SmallMultiBlock) {
   cases.push_back(c);
   c.reverse = true;
   cases.push_back(c);
-  // The other kernel shapes the library can take: its short-tile policy (the forward pass's;
-  // the backward has none, so this is its main policy again at another tile) and the kernel
-  // that holds tiles in registers (off sm_90, and on the scalar path: the last case per via).
+  // The other kernel shapes the library can take: its short-tile policy (16-bit; float's is
+  // its main policy, here at another tile) and the kernel that holds tiles in registers (off
+  // sm_90, and on the scalar path: the last case per via).
   for (Via via : {Via::kMultiBlockShort, Via::kMultiBlockRegisters}) {
     for (bool reverse : {false, true})
       for (int64_t t : {1, 33, 1025, 3079, 10007})

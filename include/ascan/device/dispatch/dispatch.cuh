@@ -146,8 +146,8 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
 /// Whether the staged kernel `kKernel` runs on the current device (compiled for sm_90 or later;
 /// asked of the runtime once per kernel and device, then remembered), with its dynamic shared
 /// memory allowance raised to `kSharedBytes` where that is over the default 48 KiB (set on every
-/// such launch: the setting does not survive cudaDeviceReset; the library's own float and
-/// 16-bit policies stay under it).
+/// such launch, a host call that does not synchronize: the setting does not survive
+/// cudaDeviceReset; of the library's own policies, only double's forward tile needs it).
 template <auto kKernel, int kSharedBytes>
 cudaError_t prepare_staged(bool& supported) {
   constexpr int kDevices = 64;  // devices beyond these are asked on every launch

@@ -270,6 +270,16 @@ struct LookbackFallbackTuning {
 /// (16-bit) of them per multiprocessor; below, the short ones. Double is not measured. The 16-bit
 /// rows were the regression of the first staged policy.
 ///
+/// Since look-back records have lines of their own (results/multiblock_tune_lines_bf16.json,
+/// µs, 7 launches): the staged short tile (backward: 64 x 9 at 8 blocks) | the register kernel,
+/// now kShortPolicy for 16-bit (forward 256 x 4 vectors in shared memory, backward 256 x 2
+/// reloaded); the register kernel loses on the long rows (bf16 backward (1, 16, 2^22): 290 µs
+/// against 210):
+///
+///              1x8x2^16     1x32x2^16    1x128x2^16   1x8x2^18     1x32x2^18    1x4x2^20
+///   bf16 fwd   10.7 | 9.8   12.9 | 12.5  25.9 | 25.7  16.0 | 12.9  29.8 | 26.2  21.9 | 17.1
+///   bf16 bwd   19.8 | 11.6  23.9 | 15.4  45.8 | 40.1  25.7 | 15.7  48.0 | 41.8  26.6 | 24.8
+///
 /// Thresholds (multi-block below this many sequences per multiprocessor): f32 forward 2,
 /// 16-bit forward 1, f32 backward 1.5, 16-bit backward 4 (its one-block kernel needs about 8
 /// sequences per multiprocessor). Double: the float values (not measured).
@@ -282,19 +292,30 @@ struct LookbackTuning {
       kBytes == 8 ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
                   : LookbackPolicy{
                         64, (17 + 8) * V, 6, kBytes == 2 ? 1.0 : 2.0, LookbackHold::kStaged, 8 * V};
-  static constexpr LookbackPolicy kPolicy =
-      kBackward ? LookbackPolicy{64, 9 * V, 8, kBytes == 2 ? 4.0 : 1.5, LookbackHold::kStaged}
-                : kForward;
+  /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor (f32); for
+  /// 16-bit, 128 threads x 7 vectors at 5, under 48 KiB of shared memory. Blocks of 128 threads
+  /// (about half as many tiles, the same bytes resident) measured 4-8% faster than 64 on all four
+  /// 16-bit long rows and 5-12% slower on the f32 ones (results/multiblock_tune_lines.json,
+  /// multiblock_tune_lines_bf16.json).
+  static constexpr LookbackPolicy kBackwardPolicy =
+      kBytes == 2 ? LookbackPolicy{128, 7 * V, 5, 4.0, LookbackHold::kStaged}
+                  : LookbackPolicy{64, 9 * V, 8, 1.5, LookbackHold::kStaged};
+  static constexpr LookbackPolicy kPolicy = kBackward ? kBackwardPolicy : kForward;
   /// Calls whose sequences make fewer than kShortBelowTilesPerSm of kPolicy's tiles per
-  /// multiprocessor (too few to fill the GPU a few times over) take kShortPolicy's smaller tiles:
-  /// 64 threads x (9 staged + 4 held) vectors, 8 blocks per multiprocessor. Backward's tile is
-  /// small already.
+  /// multiprocessor (too few to fill the GPU a few times over) take kShortPolicy's smaller tiles.
+  /// f32 forward: 64 threads x (9 staged + 4 held) vectors, 8 blocks per multiprocessor. 16-bit:
+  /// the register kernel of the fallback (256 threads; forward 4 vectors per thread kept in
+  /// shared memory, backward 2 reloaded), which measured 3-22% (forward) and 6-40% (backward)
+  /// faster than the staged tiles on every short bf16 shape once records had lines of their own
+  /// (results/multiblock_tune_lines_bf16.json). f32 backward has none (not measured).
   static constexpr LookbackPolicy kShortPolicy =
-      kBackward ? kPolicy : LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V};
+      kBytes == 2 ? LookbackFallbackTuning<kBytes, kBackward>::kPolicy
+      : kBackward ? kPolicy
+                  : LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V};
   /// The cut-offs were measured with the 16-bit tile and the earlier f32 tile of 25 + 8 vectors
   /// (16 of those per multiprocessor); f32's is scaled to the same elements per multiprocessor.
   /// max_sequences_per_sm of the short and fallback policies is not read.
-  static constexpr double kShortBelowTilesPerSm = kBackward     ? 0.0
+  static constexpr double kShortBelowTilesPerSm = kBackward     ? (kBytes == 2 ? 8.0 : 0.0)
                                                   : kBytes == 2 ? 8.0
                                                   : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
                                                                 : 16.0;
