@@ -207,7 +207,7 @@ struct Run {
   DeviceBuffer<T> seq_d[kArrays];    ///< only those with c.home(k) == k are allocated
   DeviceBuffer<T> h0_d, gT_d, dh0_d;
   ScanBackwardArgs<T> args;
-  mutable DeviceBuffer<unsigned char> workspace;  ///< Via::kWorkspace, kMultiBlock
+  mutable DeviceBuffer<unsigned char> workspace;  ///< Via::kWorkspace, kMultiBlock*
 
   const DeviceBuffer<T>& dh0_buffer() const {
     if (c.dh0_alias == StateAlias::kIsInitialState) return h0_d;
@@ -951,13 +951,15 @@ TYPED_TEST(ScanBackwardTest, SmallMultiBlock) {
   cases.push_back(c);
   c.reverse = true;
   cases.push_back(c);
-  // The other kernel shapes the library can take: its short-tile policy (16-bit; float's is
-  // its main policy, here at another tile) and the kernel that holds tiles in registers (off
-  // sm_90, and on the scalar path: the last case per via).
+  // The other kernel shapes the library can take: its short-tile policy (16-bit: the register
+  // kernel; float's and double's is their main policy, here at another tile) and the kernel that
+  // holds tiles in registers (off sm_90). The last case per via is on the scalar path, where both
+  // run the register kernel with reloads, as kMultiBlock does there (another tile for short).
   for (Via via : {Via::kMultiBlockShort, Via::kMultiBlockRegisters}) {
     for (bool reverse : {false, true})
-      for (int64_t t : {1, 33, 1025, 3079, 10007})
+      for (int64_t t : {1, 33, 1025, 3079, 10007, 100003})  // 100003: past two groups of tiles
         for (int64_t ch : {1, 16}) {
+          if (t * ch > 200000) continue;
           c = with_states(shape_case(t, 1, ch), i % 8);
           c.reverse = reverse;
           c.via = via;

@@ -125,7 +125,7 @@ struct Run {
   std::vector<T> gates, tokens, h0;  ///< host copies of what was uploaded
   DeviceBuffer<T> gates_d, tokens_d, out_d, h0_d, final_d;
   ScanArgs<T> args;
-  mutable DeviceBuffer<unsigned char> workspace;  ///< Via::kWorkspace, kMultiBlock
+  mutable DeviceBuffer<unsigned char> workspace;  ///< Via::kWorkspace, kMultiBlock*
   int64_t out_offset() const { return c.in_place ? c.tokens_offset : c.out_offset; }
   const DeviceBuffer<T>& out_buffer() const { return c.in_place ? tokens_d : out_d; }
 };
@@ -1032,12 +1032,15 @@ TYPED_TEST(ScanTest, SmallMultiBlock) {
   c.via = Via::kMultiBlock;
   c.initial_state = c.final_state = true;
   cases.push_back(c);
-  // The other kernel shapes the library can take: its short-tile policy and the kernel that
-  // holds tiles in registers (off sm_90, and on the scalar path: the last case per via).
+  // The other kernel shapes the library can take: its short-tile policy (16-bit: the register
+  // kernel) and the kernel that holds tiles in registers (off sm_90). The last case per via is
+  // on the scalar path, where both run the register kernel with reloads, as kMultiBlock does
+  // there (another tile for 16-bit short).
   for (Via via : {Via::kMultiBlockShort, Via::kMultiBlockRegisters}) {
     for (bool reverse : {false, true})
-      for (int64_t t : {1, 33, 1025, 3079, 10007})
+      for (int64_t t : {1, 33, 1025, 3079, 10007, 100003})  // 100003: past two groups of tiles
         for (int64_t ch : {1, 16}) {
+          if (t * ch > 200000) continue;
           c = shape_case(t, 1, ch);
           c.reverse = reverse;
           c.via = via;
@@ -1116,6 +1119,30 @@ TYPED_TEST(ScanTest, SmallWorkspaceRules) {
     ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
     ASSERT_TRUE(no_pending_cuda_error());
     ASSERT_NO_FATAL_FAILURE(verify(r));
+
+    // A workspace at any alignment (the records are aligned up inside it): exactly the reported
+    // size at offsets 1 and 16 of a poisoned buffer 128 bytes longer, outputs poisoned first;
+    // nothing outside [offset, offset + bytes) is written.
+    for (size_t offset : {size_t{1}, size_t{16}}) {
+      SCOPED_TRACE("workspace at offset " + std::to_string(offset));
+      DeviceBuffer<unsigned char> big;
+      ASSERT_TRUE(big.allocate(bytes + 128));
+      ASSERT_TRUE(big.poison());
+      ASSERT_TRUE(r.out_d.poison());
+      ASSERT_TRUE(r.final_d.poison());
+      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+      const Status st = scan(r.args, big.get() + offset, bytes);
+      ASSERT_TRUE(st.ok()) << st.message;
+      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+      ASSERT_NO_FATAL_FAILURE(verify(r));
+      std::vector<unsigned char> all;
+      ASSERT_TRUE(big.download(all));
+      const auto poisoned = [](unsigned char v) { return v == 0xFF; };
+      EXPECT_TRUE(std::all_of(all.begin(), all.begin() + offset, poisoned))
+          << "wrote before the workspace";
+      EXPECT_TRUE(std::all_of(all.begin() + offset + bytes, all.end(), poisoned))
+          << "wrote past the workspace";
+    }
   }
 }
 

@@ -395,7 +395,8 @@ enum class Via {
                      ///< thousand elements span many blocks (sanitizer-sized multi-block cases)
   kMultiBlockShort,  ///< the same, through a tuning's short-tile policy (SmallTiles::kShort)
   kMultiBlockRegisters,  ///< the same, in the kernel that holds tiles in registers (the
-                         ///< fallback of staged tiles: SmallTiles::kRegisters)
+                         ///< fallback of staged tiles and the 16-bit short-tile kernel:
+                         ///< SmallTiles::kRegisters)
 };
 
 inline const char* via_name(Via v) {
@@ -452,8 +453,9 @@ struct SmallLookback<kBytes, kBackward, SmallTiles::kShort>
 /// Tiles held in registers (or shared memory), as the library's fallback policy holds them.
 template <int kBytes, bool kBackward>
 struct SmallLookback<kBytes, kBackward, SmallTiles::kRegisters> {
+  static constexpr int V = 16 / kBytes;
   static constexpr detail::LookbackPolicy kPolicy{
-      64, 2 * 16 / kBytes, 1, 4, detail::LookbackFallbackTuning<kBytes, kBackward>::kPolicy.hold};
+      64, 2 * V, 1, 4, detail::LookbackFallbackTuning<kBytes, kBackward>::kPolicy.hold};
   static_assert(kPolicy.hold != detail::LookbackHold::kStaged, "a fallback does not stage");
 };
 
@@ -502,8 +504,10 @@ Status entry_small_tiles(Via via, const Args& a, void* w, size_t& bytes, cudaStr
       return entry_small_tiles<SmallTiles::kShort>(a, w, bytes, s);
     case Via::kMultiBlockRegisters:
       return entry_small_tiles<SmallTiles::kRegisters>(a, w, bytes, s);
-    default:
+    case Via::kMultiBlock:
       return entry_small_tiles<SmallTiles::kMain>(a, w, bytes, s);
+    default:
+      return Status::invalid("test: not a forced multi-block entry point");
   }
 }
 

@@ -85,8 +85,9 @@ Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
 /// returns kCudaError with the CUDA error, taken off the runtime's last-error slot.
 ///
 /// Scratch memory. With few sequences (fewer than a few per multiprocessor) and more than one
-/// tile of elements each, the scan splits every sequence over many blocks, joined through a small
-/// workspace (about 16 bytes per 4096 elements). Three ways to call it:
+/// tile of elements each, the scan splits every sequence over many blocks, joined through a
+/// workspace (one 128-byte record per tile of 1024-8192 elements, by dtype; README.md). Three
+/// ways to call it:
 ///   - scan(args, workspace, workspace_bytes, stream): CUB's two-phase rule. With a null
 ///     workspace the call sets workspace_bytes to the bytes it needs (at least 1; the same for
 ///     any pointers of the same shape) and launches nothing; then call again with that much.

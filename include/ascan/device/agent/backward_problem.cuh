@@ -234,7 +234,8 @@ struct BackwardProblem {
     C gate, state;
   };
   /// Where the thread at `lane` finds its outer neighbours, as offsets into its warp's stretch:
-  /// the gate one position past its kVectors vectors, and the state.
+  /// the gate and the state one position beyond its kVectors vectors on the side each is shifted
+  /// from (after the last for a positive shift, before the first for a negative one).
   template <int kVectors>
   struct EdgeAt {
     int gate, state;

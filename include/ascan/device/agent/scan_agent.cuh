@@ -81,7 +81,7 @@ __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_
 }
 
 /// The thread layer of a tile, run by run: a thread holds kRuns vectors (one per run) at grid
-/// positions at(j). Shared by the one-block loop below and the multi-block kernels.
+/// positions at(j). Shared by the one-block loop below and lookback_kernel.
 template <class Problem, int kRuns, class At>
 __device__ __forceinline__ void load_runs(const Problem& problem,
                                           typename Problem::Loaded (&loaded)[kRuns], const At& at) {

@@ -26,13 +26,14 @@
 // aggregate, published at about the same moment as its own: an L2 round trip or two at best.
 // look_back therefore reads everything it needs in ONE round of loads (its group's earlier
 // aggregates, the previous group's 32 aggregates, and a window of 32 earlier groups' records)
-// and waits on no other tile's look-back, only on aggregates; and a float record is one 16-byte
-// word holding the value and its status, written and read with one vector access, so publishing
-// needs no fence. Measured on the H200 (bench/RESULTS.md): about 2.6-3.7 us per look-back, down
-// from 4.3 us with a group state that each tile waited for. Each record has an L2 line to itself
-// (kRecordBytes): records that share a line, written by neighbouring tiles while their successors
-// poll it, cost 5-7% on one long sequence. Polling harder costs too: keeping two or three reads
-// in flight per waiting lane, or issuing them before the tile's own scan, measured 2-8% slower.
+// and waits on no other tile's look-back, only on aggregates; and a float record's payload is
+// one 16-byte word holding the value and its status, written and read with one vector access, so
+// publishing needs no fence. Measured on the H200 (bench/RESULTS.md): about 2.6-3.7 us per
+// look-back, down from 4.3 us with a group state that each tile waited for. Each record has an L2
+// line to itself (kRecordBytes): records that share a line, written by neighbouring tiles while
+// their successors poll it, cost 5-7% on one long sequence. Polling harder costs too: keeping two
+// or three reads in flight per waiting lane, or issuing them before the tile's own scan, measured
+// 2-8% slower.
 //
 // Memory ordering: a float record is written with one 16-byte relaxed store and read with one
 // 16-byte relaxed load (CUB's ScanTileState relies on the same single-access rule for values of
@@ -87,7 +88,10 @@ struct alignas(kRecordBytes) GroupRecord {
 };
 static_assert(sizeof(Affine<float>) + sizeof(float) + sizeof(uint32_t) == 16 &&
                   sizeof(TileRecord<float>) == kRecordBytes &&
-                  sizeof(GroupRecord<double>) == kRecordBytes,
+                  sizeof(GroupRecord<float>) == kRecordBytes &&
+                  sizeof(TileRecord<double>) == kRecordBytes &&
+                  sizeof(GroupRecord<double>) == kRecordBytes &&
+                  alignof(TileRecord<float>) == kRecordBytes,
               "a float record's payload is one 16-byte word; every record is one line");
 
 /// The scratch of the multi-block path, carved from the caller's workspace: one record per tile

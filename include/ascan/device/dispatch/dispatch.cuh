@@ -8,7 +8,8 @@
 //                            sequences to fill the GPU (LookbackPolicy::max_sequences_per_sm per
 //                            multiprocessor) and a sequence spans more than one of its tiles;
 //                            scratch memory for the tile states. Calls that make few tiles take the
-//                            tuning's smaller tiles (LookbackTuning::kShortPolicy).
+//                            tuning's smaller tiles (LookbackTuning::kShortPolicy; for 16-bit
+//                            types lookback_kernel's).
 //
 // Scratch follows CUB's two-phase rule: a call with a null workspace reports the bytes needed
 // (at least 1) and launches nothing; a call with a workspace too small is an error. The bytes

@@ -200,9 +200,10 @@ struct LookbackPolicy {
 
 /// Where a staged policy (LookbackTuning, below) cannot stage, it runs as these: on the scalar
 /// path (pointers not on the 16-byte grid) and where the bulk-copy engine is not available
-/// (before sm_90). They are the multi-block policies measured on the H200 before staged tiles
-/// (2026-11-29, loads into registers; forward f32 0.73-0.82, bf16 0.79-0.83, backward 0.57-0.71 of
-/// the copy on the long rows), not measured on any earlier GPU.
+/// (before sm_90). They are also the 16-bit short-tile policies on every GPU. They are the
+/// multi-block policies measured on the H200 before staged tiles (2026-11-29, loads into registers;
+/// forward f32 0.73-0.82, bf16 0.79-0.83, backward 0.57-0.71 of the copy on the long rows), not
+/// measured on any earlier GPU.
 template <int kBytes, bool kBackward>
 struct LookbackFallbackTuning {
   static constexpr int V = 16 / kBytes;
@@ -294,7 +295,7 @@ struct LookbackTuning {
                         64, (17 + 8) * V, 6, kBytes == 2 ? 1.0 : 2.0, LookbackHold::kStaged, 8 * V};
   /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor (f32); for
   /// 16-bit, 128 threads x 7 vectors at 5, under 48 KiB of shared memory. Blocks of 128 threads
-  /// (about half as many tiles, the same bytes resident) measured 4-8% faster than 64 on all four
+  /// (two thirds as many tiles, the same bytes resident) measured 4-8% faster than 64 on all four
   /// 16-bit long rows and 5-12% slower on the f32 ones (results/multiblock_tune_lines.json,
   /// multiblock_tune_lines_bf16.json).
   static constexpr LookbackPolicy kBackwardPolicy =
@@ -306,14 +307,18 @@ struct LookbackTuning {
   /// f32 forward: 64 threads x (9 staged + 4 held) vectors, 8 blocks per multiprocessor. 16-bit:
   /// the register kernel of the fallback (256 threads; forward 4 vectors per thread kept in
   /// shared memory, backward 2 reloaded), which measured 3-22% (forward) and 6-40% (backward)
-  /// faster than the staged tiles on every short bf16 shape once records had lines of their own
-  /// (results/multiblock_tune_lines_bf16.json). f32 backward has none (not measured).
+  /// faster than the staged short tiles on all six short bf16 shapes of the sweep once records
+  /// had lines of their own (results/multiblock_tune_lines_bf16.json; two of the backward ones
+  /// make 9-10 main tiles per multiprocessor, above the cut-off, and run the main tile). f32
+  /// backward has none (not measured).
   static constexpr LookbackPolicy kShortPolicy =
       kBytes == 2 ? LookbackFallbackTuning<kBytes, kBackward>::kPolicy
       : kBackward ? kPolicy
                   : LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V};
-  /// The cut-offs were measured with the 16-bit tile and the earlier f32 tile of 25 + 8 vectors
-  /// (16 of those per multiprocessor); f32's is scaled to the same elements per multiprocessor.
+  /// The forward cut-offs were measured with the 16-bit tile and the earlier f32 tile of 25 + 8
+  /// vectors (16 of those per multiprocessor); f32's is scaled to the same elements per
+  /// multiprocessor. The 16-bit backward's reuses 8: the register kernel still won at 7-9 such
+  /// tiles per multiprocessor and lost by 38% at 55; between them is not measured.
   /// max_sequences_per_sm of the short and fallback policies is not read.
   static constexpr double kShortBelowTilesPerSm = kBackward     ? (kBytes == 2 ? 8.0 : 0.0)
                                                   : kBytes == 2 ? 8.0
