@@ -697,13 +697,15 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
 // (forward direction, vector path) to choose LookbackTuning.
 using ascan::detail::LookbackHold;
 template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold,
-          int kRegisterVectors = 0>
+          int kRegisterVectors = 0, int kUnroll = 0>
 struct LookbackCandidate {
   static constexpr int kV = 16 / int(sizeof(T));
   static constexpr ascan::detail::LookbackPolicy kPolicy{
-      kThreads, (kVectors + kRegisterVectors) * kV, kMinBlocks, 4, kHold, kRegisterVectors* kV};
+      kThreads, (kVectors + kRegisterVectors) * kV, kMinBlocks, 4, kHold, kRegisterVectors* kV,
+      kUnroll};
   static std::string name() {
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) +
+           (kUnroll > 0 ? "_u" + std::to_string(kUnroll) : std::string()) +
            (kRegisterVectors > 0 ? "_r" + std::to_string(kRegisterVectors) : std::string()) + "_m" +
            std::to_string(kMinBlocks) +
            (kHold == LookbackHold::kReload   ? "_reload"
@@ -714,14 +716,14 @@ struct LookbackCandidate {
 constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared,
                        kStaged = LookbackHold::kStaged;
 // Staged candidates: v = vectors per thread staged in shared memory, r = vectors per thread held
-// in registers.
+// in registers, u = staged vectors per loop iteration (none: fully unrolled).
 template <class T>
 using ForwardCandidates = std::tuple<
-    LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 64, 25, 4, kStaged, 8>,
-    LookbackCandidate<T, 64, 17, 6, kStaged, 8>, LookbackCandidate<T, 64, 13, 6, kStaged, 8>,
-    LookbackCandidate<T, 64, 9, 8, kStaged, 4>, LookbackCandidate<T, 64, 9, 10, kStaged>,
-    LookbackCandidate<T, 64, 5, 12, kStaged, 2>, LookbackCandidate<T, 32, 9, 16, kStaged, 4>,
-    LookbackCandidate<T, 128, 17, 3, kStaged, 8>, LookbackCandidate<T, 128, 9, 4, kStaged, 4>>;
+    LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
+    LookbackCandidate<T, 64, 17, 6, kStaged, 8, 2>, LookbackCandidate<T, 64, 21, 5, kStaged, 12, 2>,
+    LookbackCandidate<T, 64, 25, 4, kStaged, 16, 2>, LookbackCandidate<T, 64, 25, 4, kStaged, 8, 2>,
+    LookbackCandidate<T, 64, 13, 6, kStaged, 8, 2>, LookbackCandidate<T, 64, 9, 8, kStaged, 4>,
+    LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2>, LookbackCandidate<T, 128, 9, 4, kStaged, 4, 2>>;
 template <class T>
 using BackwardCandidates =
     std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 64, 13, 5, kStaged>,

@@ -994,16 +994,17 @@ TYPED_TEST(ScanTest, SmallDeterministic) {
 // ---------------------------------------------------------------------------------------------
 // Few long sequences: the multi-block path
 
-/// Lengths around the small multi-block tile (512 floats, 1024 16-bit elements, 256 doubles) and
-/// odd primes, on the forced multi-block path; with states, misaligned, strided, in place, on
-/// the scalar path; every gate distribution.
+/// Lengths around the small multi-block tile (512 floats, 1024 or 2048 16-bit elements, 256
+/// doubles) and odd primes, on the forced multi-block path, one of them past two groups of tiles;
+/// with states, misaligned, strided, in place, on the scalar path; every gate distribution.
 TYPED_TEST(ScanTest, SmallMultiBlock) {
   std::vector<Case> cases;
   int i = 0;
   for (bool reverse : {false, true})
-    for (int64_t t : {1, 31, 33, 255, 256, 257, 1023, 1024, 1025, 4099, 10007, 40009})
+    for (int64_t t :
+         {1, 31, 33, 255, 256, 257, 1023, 1024, 1025, 2047, 2049, 4099, 10007, 40009, 140009})
       for (int64_t ch : {1, 3, 16}) {
-        if (t * ch > 70000 || (ch == 3 && t > 2000)) continue;
+        if ((t * ch > 70000 && ch > 1) || (ch == 3 && t > 2000)) continue;
         Case c = shape_case(t, ch == 3 ? 2 : 1, ch);
         c.reverse = reverse;
         c.via = Via::kMultiBlock;

@@ -83,6 +83,18 @@ struct ForwardProblem {
     store_vector<kVec>(x, v, lo, hi, y);
   }
 
+  /// load and store of a vector known to lie inside the sequence: no test, one 16-byte access
+  /// per stream (lookback_staged_kernel's held vectors, where all of a thread's do).
+  __device__ __forceinline__ void load_inside(Loaded& r, int64_t v) const {
+    *reinterpret_cast<uint4*>(r.a) = __ldg(reinterpret_cast<const uint4*>(a + v));
+    *reinterpret_cast<uint4*>(r.b) = __ldg(reinterpret_cast<const uint4*>(b + v));
+  }
+  __device__ __forceinline__ void store_inside(const Work& w, int64_t v) const {
+    alignas(16) T y[kVec];
+    narrow(w, y);
+    *reinterpret_cast<uint4*>(x + v) = *reinterpret_cast<const uint4*>(y);
+  }
+
   __device__ __forceinline__ const T* staged_input(int s) const { return s == 0 ? a : b; }
   __device__ __forceinline__ C staged_fill(int s) const { return s == 0 ? C(1) : C(0); }
   __device__ __forceinline__ T* staged_output(int) const { return x; }

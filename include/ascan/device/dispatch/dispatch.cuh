@@ -197,7 +197,7 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
     constexpr int kShared = int(Problem::kStagedStreams * P.threads * (P.items - P.register_items) *
                                 sizeof(typename Problem::Storage));
     constexpr auto kKernel =
-        staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks>();
+        staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks, P.unroll>();
     bool supported = false;
     if (const cudaError_t e = prepare_staged<kKernel, kShared>(supported); e != cudaSuccess)
       return e;

@@ -207,7 +207,8 @@ __device__ __forceinline__ void unstage_by_lanes(T* dst, const uint4* src, int64
 /// The look-back takes as long as a tile's loads, so throughput is the bytes resident per
 /// multiprocessor: shared memory gives about 200 KB of them, and the registers the few threads
 /// of a staged block do not need give the rest.
-template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks>
+template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks,
+          int kUnroll>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_staged_kernel(const typename Problem::Params p,
                            const TileStates<typename Problem::C> tiles, const int64_t chunks,
@@ -260,9 +261,35 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       stage(&landed[warp], slots[s], problem.staged_input(s) + origin, kBytes);
   }
   typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
+  // Whether all of this thread's held vectors lie inside the sequence (every tile but the
+  // first and last). Those threads take a path of plain 16-byte loads and stores with no
+  // per-vector test; the others the guarded one. Kept apart, the hot path is a compact stretch
+  // of code: interleaved with the guarded one, instruction fetch stalls were a fifth of the
+  // bf16 forward kernel's samples (Nsight Compute), and separating them made the f32 and bf16
+  // long rows 1-7% faster (bench/RESULTS.md).
+  const bool held_inside =
+      kHeld > 0 && held_at(0) >= problem.lo && held_at(kHeld - 1) + kVec <= problem.hi;
+  if constexpr (kHeld > 0) {
+    if (held_inside) {
 #pragma unroll
-  for (int j = 0; j < kHeld; ++j) problem.load(held[j], held_at(j));
+      for (int j = 0; j < kHeld; ++j) problem.load_inside(held[j], held_at(j));
+    } else {
+#pragma unroll
+      for (int j = 0; j < kHeld; ++j) problem.load(held[j], held_at(j));
+    }
+  }
   const auto edges = problem.template staged_edges<kVectors, kWarpSpan>(origin, lane);
+  // The held runs are folded first, while the bulk copies are still landing (measured against
+  // folding them after the staged part: f32 (1, 16, 2^22) and (1, 128, 2^20) 7-8% faster, the
+  // other long rows and bf16 within 1% but for bf16 (1, 16, 2^22), 4% faster;
+  // bench/results/multiblock_order_sweep*.json).
+  Affine<C> aggregate[1 + kHeld];
+#pragma unroll
+  for (int j = 0; j < kHeld; ++j) {
+    typename Problem::Work w;
+    problem.convert(held[j], held_at(j), w);
+    aggregate[1 + j] = thread_reduce<kReverse>(w.a, w.b);
+  }
   if (whole) {
     __syncwarp();
     wait_staged(&landed[warp]);
@@ -276,36 +303,47 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const auto view =
       problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, whole, edges);
 
-  Affine<C> aggregate[1 + kHeld];
-  aggregate[0] = affine_identity<C>();
-#pragma unroll
-  for (int s = 0; s < kVectors; ++s) {
+  // The loops over a thread's staged vectors take kUnroll of them per iteration (all: fully
+  // unrolled), which keeps the bf16 forward kernel's hot code small (see held_inside above).
+  constexpr int kU = kUnroll > 0 ? kUnroll : kVectors;
+  {
+    typename Problem::Work w;
+    view.read(kReverse ? kVectors - 1 : 0, w);
+    aggregate[0] = thread_reduce<kReverse>(w.a, w.b);
+  }
+#pragma unroll kU
+  for (int s = 1; s < kVectors; ++s) {
     const int j = kReverse ? kVectors - 1 - s : s;
     typename Problem::Work w;
     view.read(j, w);
-    const Affine<C> f = thread_reduce<kReverse>(w.a, w.b);
-    aggregate[0] = s == 0 ? f : compose(aggregate[0], f);
-  }
-#pragma unroll
-  for (int j = 0; j < kHeld; ++j) {
-    typename Problem::Work w;
-    problem.convert(held[j], held_at(j), w);
-    aggregate[1 + j] = thread_reduce<kReverse>(w.a, w.b);
+    aggregate[0] = compose(aggregate[0], thread_reduce<kReverse>(w.a, w.b));
   }
   Group group(storage);
   Affine<C> exclusive[1 + kHeld], tile_map;
   group.exclusive_scan(aggregate, exclusive, tile_map);
   const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
 
+  if constexpr (kHeld > 0) {
+    if (held_inside) {
 #pragma unroll
-  for (int j = 0; j < kHeld; ++j) {
-    typename Problem::Work w;
-    problem.convert(held[j], held_at(j), w);
-    thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
-    problem.store(w, held_at(j));
+      for (int j = 0; j < kHeld; ++j) {
+        typename Problem::Work w;
+        problem.convert(held[j], held_at(j), w);
+        thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
+        problem.store_inside(w, held_at(j));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kHeld; ++j) {
+        typename Problem::Work w;
+        problem.convert(held[j], held_at(j), w);
+        thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
+        problem.store(w, held_at(j));
+      }
+    }
   }
   C state = apply(exclusive[0], entering);
-#pragma unroll
+#pragma unroll kU
   for (int s = 0; s < kVectors; ++s) {
     const int j = kReverse ? kVectors - 1 - s : s;
     typename Problem::Work w;
@@ -334,11 +372,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 /// The staged multi-block kernel of `Problem`. The backward pass stages its whole tile: held
 /// registers beside it measured slower on most of the long rows (bench/RESULTS.md).
-template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks>
+template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks,
+          int kUnroll>
 constexpr auto staged_kernel() {
   static_assert(Problem::kStagedStreams == 2 || kRegisterItems == 0,
                 "the backward pass stages its whole tile");
-  return &lookback_staged_kernel<Problem, kThreads, kItems, kRegisterItems, kMinBlocks>;
+  return &lookback_staged_kernel<Problem, kThreads, kItems, kRegisterItems, kMinBlocks, kUnroll>;
 }
 
 /// Launches row `kRow` of `Table` for `Problem`: grid, block and template arguments from the row.

@@ -195,6 +195,10 @@ struct LookbackPolicy {
   /// kStaged: of `items`, the elements each thread holds in registers (whole vectors, striped)
   /// beside those staged in shared memory.
   int register_items = 0;
+  /// kStaged: how many of a thread's staged vectors each iteration of the kernel's loops over
+  /// them takes (0: all, fully unrolled). Less unrolling keeps the kernel's hot code within the
+  /// instruction cache, where a tile's per-element code is long (16-bit forward).
+  int unroll = 0;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
@@ -289,10 +293,12 @@ struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
   /// Forward: 64 threads x (17 staged + 8 held) vectors, 6 blocks per multiprocessor; double
   /// keeps 25 + 8 at 4 blocks (at 6 blocks' registers the 17 + 8 shape spills).
+  /// 16-bit: the staged loops unrolled by 2, not fully (bf16 forward 1-4% faster on the four
+  /// long rows, f32 1-2% slower; results/multiblock_icache_sweep*.json).
   static constexpr LookbackPolicy kForward =
-      kBytes == 8 ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
-                  : LookbackPolicy{
-                        64, (17 + 8) * V, 6, kBytes == 2 ? 1.0 : 2.0, LookbackHold::kStaged, 8 * V};
+      kBytes == 8   ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
+      : kBytes == 2 ? LookbackPolicy{64, (17 + 8) * V, 6, 1.0, LookbackHold::kStaged, 8 * V, 2}
+                    : LookbackPolicy{64, (17 + 8) * V, 6, 2.0, LookbackHold::kStaged, 8 * V};
   /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor (f32); for
   /// 16-bit, 128 threads x 7 vectors at 5, under 48 KiB of shared memory. Blocks of 128 threads
   /// (two thirds as many tiles, the same bytes resident) measured 4-8% faster than 64 on all four
