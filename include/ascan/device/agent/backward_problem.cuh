@@ -113,6 +113,19 @@ struct BackwardProblem {
     load_vector<kVec>(g, v, lo, hi, r.g, to_storage<T>(C(0)));
   }
 
+  /// A vector's shifted gates and states (w.a, w.x) from its widened gates `a` and states `x`
+  /// and the two neighbours one position past it, on the side each is shifted from.
+  static __device__ __forceinline__ void shift(const C (&a)[kVec], const C (&x)[kVec], C a_edge,
+                                               C x_edge, Work& w) {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      const int ia = i + kGateShift;
+      const int ix = i + kStateShift;
+      w.a[i] = ia >= 0 && ia < kVec ? a[ia] : a_edge;
+      w.x[i] = ix >= 0 && ix < kVec ? x[ix] : x_edge;
+    }
+  }
+
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, Work& w) const {
     // The neighbours' edge elements, by shuffle; lanes at the edge keep what they read.
     C a[kVec], x[kVec];
@@ -133,13 +146,7 @@ struct BackwardProblem {
       if (high_edge) a_edge = r.a_edge;
       if (low_edge) x_edge = r.x_edge;
     }
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) {
-      const int ia = i + kGateShift;
-      const int ix = i + kStateShift;
-      w.a[i] = ia >= 0 && ia < kVec ? a[ia] : a_edge;
-      w.x[i] = ix >= 0 && ix < kVec ? x[ix] : x_edge;
-    }
+    shift(a, x, a_edge, x_edge, w);
     if (!(v >= lo && v + kVec <= hi)) {  // positions outside the sequence: the identity (1, 0)
 #pragma unroll
       for (int i = 0; i < kVec; ++i)
@@ -206,11 +213,9 @@ struct BackwardProblem {
       widen(av, af);
       widen(xv, xf);
       widen(gv, w.b);
+      shift(af, xf, a_next, x_next, w);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) {
-        const int ia = i + kGateShift, ix = i + kStateShift;
-        w.a[i] = ia >= 0 && ia < kVec ? af[ia] : a_next;
-        w.x[i] = ix >= 0 && ix < kVec ? xf[ix] : x_next;
         const int64_t v = origin + e0 + i;
         if (!whole && (v < problem.lo || v >= problem.hi)) w.a[i] = C(1);  // the identity
       }
