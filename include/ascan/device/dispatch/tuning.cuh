@@ -315,18 +315,21 @@ struct LookbackTuning {
   /// shared memory, backward 2 reloaded), which measured 3-22% (forward) and 6-40% (backward)
   /// faster than the staged short tiles on all six short bf16 shapes of the sweep once records
   /// had lines of their own (results/multiblock_tune_lines_bf16.json; two of the backward ones
-  /// make 9-10 main tiles per multiprocessor, above the cut-off, and run the main tile). f32
-  /// backward has none (not measured).
+  /// make 9-10 main tiles per multiprocessor, and since the fourth session the cut-off below
+  /// takes them to the register kernel too). f32 backward has none (not measured).
   static constexpr LookbackPolicy kShortPolicy =
       kBytes == 2 ? LookbackFallbackTuning<kBytes, kBackward>::kPolicy
       : kBackward ? kPolicy
                   : LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V};
   /// The forward cut-offs were measured with the 16-bit tile and the earlier f32 tile of 25 + 8
   /// vectors (16 of those per multiprocessor); f32's is scaled to the same elements per
-  /// multiprocessor. The 16-bit backward's reuses 8: the register kernel still won at 7-9 such
-  /// tiles per multiprocessor and lost by 38% at 55; between them is not measured.
+  /// multiprocessor. The 16-bit backward's is 12: at 9.0 and 9.7 of its main tiles per
+  /// multiprocessor (bf16 1x32x2^18, 1x128x2^16) the register kernel measured 13% faster than
+  /// the main tile in the sweep (41.8 / 40.1 µs against 48.0 / 45.8), and through the library
+  /// 3% and 7% (44.1 -> 42.8, 45.6 -> 42.5 µs; results/multiblock_short_cutoff_bwd.json); at 55
+  /// it lost by 38%; between 10 and 55 is not measured.
   /// max_sequences_per_sm of the short and fallback policies is not read.
-  static constexpr double kShortBelowTilesPerSm = kBackward     ? (kBytes == 2 ? 8.0 : 0.0)
+  static constexpr double kShortBelowTilesPerSm = kBackward     ? (kBytes == 2 ? 12.0 : 0.0)
                                                   : kBytes == 2 ? 8.0
                                                   : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
                                                                 : 16.0;
