@@ -440,7 +440,7 @@ struct SmallLookback {
   static constexpr int kHeld = kLibrary.register_items > 0 ? 1 : 0;
   static constexpr int kStaged = kLibrary.unroll > 0 ? 3 : 2 - kHeld;
   static constexpr detail::LookbackPolicy kPolicy{
-      64, (kStaged + kHeld) * V, 1, 4, kLibrary.hold, kHeld * V, kLibrary.unroll};
+      64, (kStaged + kHeld) * V, 1, 4, kLibrary.hold, kHeld* V, kLibrary.unroll};
 };
 /// The short-tile policy of a tuning, always taken: 64 threads x 3 vectors (forward, one of them
 /// held in registers where the library's short policy holds some), another shape than kMain's.

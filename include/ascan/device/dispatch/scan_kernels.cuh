@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "../../block/block_scan.cuh"
@@ -207,8 +208,7 @@ __device__ __forceinline__ void unstage_by_lanes(T* dst, const uint4* src, int64
 /// The look-back takes as long as a tile's loads, so throughput is the bytes resident per
 /// multiprocessor: shared memory gives about 200 KB of them, and the registers the few threads
 /// of a staged block do not need give the rest.
-template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks,
-          int kUnroll>
+template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks, int kUnroll>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_staged_kernel(const typename Problem::Params p,
                            const TileStates<typename Problem::C> tiles, const int64_t chunks,
@@ -324,23 +324,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
 
   if constexpr (kHeld > 0) {
-    if (held_inside) {
+    // The held runs' scan, on the unguarded path or the guarded one (each its own code).
+    const auto scan_held = [&](auto inside) {
 #pragma unroll
       for (int j = 0; j < kHeld; ++j) {
         typename Problem::Work w;
         problem.convert(held[j], held_at(j), w);
         thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
-        problem.store_inside(w, held_at(j));
+        if constexpr (decltype(inside)::value)
+          problem.store_inside(w, held_at(j));
+        else
+          problem.store(w, held_at(j));
       }
-    } else {
-#pragma unroll
-      for (int j = 0; j < kHeld; ++j) {
-        typename Problem::Work w;
-        problem.convert(held[j], held_at(j), w);
-        thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
-        problem.store(w, held_at(j));
-      }
-    }
+    };
+    if (held_inside)
+      scan_held(std::true_type{});
+    else
+      scan_held(std::false_type{});
   }
   C state = apply(exclusive[0], entering);
 #pragma unroll kU
@@ -372,8 +372,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 /// The staged multi-block kernel of `Problem`. The backward pass stages its whole tile: held
 /// registers beside it measured slower on most of the long rows (bench/RESULTS.md).
-template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks,
-          int kUnroll>
+template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks, int kUnroll>
 constexpr auto staged_kernel() {
   static_assert(Problem::kStagedStreams == 2 || kRegisterItems == 0,
                 "the backward pass stages its whole tile");
