@@ -981,7 +981,7 @@ TYPED_TEST(ScanTest, Deterministic) {
 
 TYPED_TEST(ScanTest, SmallDeterministic) {
   std::vector<Case> cases;
-  for (Case c : {shape_case(40009, 1, 1), shape_case(4099, 1, 16)}) {
+  for (Case c : {shape_case(140009, 1, 1), shape_case(4099, 1, 16)}) {  // 140009: two groups
     c.gates = Gates::kNearOne;
     c.initial_state = true;
     c.via = Via::kMultiBlock;
@@ -994,7 +994,7 @@ TYPED_TEST(ScanTest, SmallDeterministic) {
 // ---------------------------------------------------------------------------------------------
 // Few long sequences: the multi-block path
 
-/// Lengths around the small multi-block tile (512 floats, 1024 or 2048 16-bit elements, 256
+/// Lengths around the small multi-block tile (512 floats, 1024 or 3072 16-bit elements, 256
 /// doubles) and odd primes, on the forced multi-block path, one of them past two groups of tiles;
 /// with states, misaligned, strided, in place, on the scalar path; every gate distribution.
 TYPED_TEST(ScanTest, SmallMultiBlock) {
@@ -1002,7 +1002,7 @@ TYPED_TEST(ScanTest, SmallMultiBlock) {
   int i = 0;
   for (bool reverse : {false, true})
     for (int64_t t :
-         {1, 31, 33, 255, 256, 257, 1023, 1024, 1025, 2047, 2049, 4099, 10007, 40009, 140009})
+         {1, 31, 33, 255, 256, 257, 1023, 1024, 1025, 3071, 3073, 4099, 10007, 40009, 140009})
       for (int64_t ch : {1, 3, 16}) {
         if ((t * ch > 70000 && ch > 1) || (ch == 3 && t > 2000)) continue;
         Case c = shape_case(t, ch == 3 ? 2 : 1, ch);

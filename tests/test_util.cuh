@@ -426,19 +426,20 @@ enum class SmallTiles {
 };
 
 /// A multi-block tile of 64 threads x 2 vectors (512 floats, 1024 16-bit elements, 256
-/// doubles): two warps and two runs, so the block scan's every step is exercised; 4 vectors
-/// (2048 16-bit elements) where the library's policy unrolls its staged loops partly.
+/// doubles): two warps and two runs, so the block scan's every step is exercised; 6 vectors
+/// (3072 16-bit elements) where the library's policy unrolls its staged loops partly.
 template <int kBytes, bool kBackward, SmallTiles kTiles = SmallTiles::kMain>
 struct SmallLookback {
   // The library's choice of where a tile's elements wait during the look-back, so that the forced
   // cases run the code the long shapes run: with staged tiles, one vector per thread staged in
-  // shared memory (three, an odd count, in loops of the library's unrolling where it unrolls
-  // partly) and one held in registers when the library's policy holds some there.
+  // shared memory (five where the library unrolls its staged loops partly: loops of its
+  // unrolling with a remainder) and one held in registers when the library's policy holds some
+  // there.
   static constexpr int V = 16 / kBytes;
   static constexpr detail::LookbackPolicy kLibrary =
       detail::LookbackTuning<kBytes, kBackward>::kPolicy;
   static constexpr int kHeld = kLibrary.register_items > 0 ? 1 : 0;
-  static constexpr int kStaged = kLibrary.unroll > 0 ? 3 : 2 - kHeld;
+  static constexpr int kStaged = kLibrary.unroll > 0 ? 5 : 2 - kHeld;
   static constexpr detail::LookbackPolicy kPolicy{
       64, (kStaged + kHeld) * V, 1, 4, kLibrary.hold, kHeld* V, kLibrary.unroll};
 };

@@ -261,12 +261,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       stage(&landed[warp], slots[s], problem.staged_input(s) + origin, kBytes);
   }
   typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
-  // Whether all of this thread's held vectors lie inside the sequence (every tile but the
-  // first and last). Those threads take a path of plain 16-byte loads and stores with no
-  // per-vector test; the others the guarded one. Kept apart, the hot path is a compact stretch
-  // of code: interleaved with the guarded one, instruction fetch stalls were a fifth of the
-  // bf16 forward kernel's samples (Nsight Compute), and separating them made the f32 and bf16
-  // long rows 1-7% faster (bench/RESULTS.md).
+  // Whether all of this thread's held vectors lie inside the sequence: in every tile but the
+  // last in grid order (the held runs end a tile, and a sequence's lead is under a vector, so
+  // the `lo` test only guards). Those threads take a path of plain 16-byte loads and stores with
+  // no per-vector test; the others the guarded one. Kept apart, the hot path is a compact
+  // stretch of code: interleaved with the guarded one, instruction fetch stalls were a fifth of
+  // the bf16 forward kernel's samples (Nsight Compute). This and folding the held runs first
+  // (below) made the long rows 1-9% faster (bench/RESULTS.md, the instruction cache).
   const bool held_inside =
       kHeld > 0 && held_at(0) >= problem.lo && held_at(kHeld - 1) + kVec <= problem.hi;
   if constexpr (kHeld > 0) {
