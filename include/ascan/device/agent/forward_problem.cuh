@@ -61,9 +61,11 @@ struct ForwardProblem {
   T* x;
   int64_t lo, hi;  // the sequence's grid positions
 
+  /// kInside: the vector is known to lie inside the sequence (load_vector's).
+  template <bool kInside = false>
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const {
-    load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
-    load_vector<kVec>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
+    load_vector<kVec, kInside>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
+    load_vector<kVec, kInside>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
   }
   /// Loads the elements again (the multi-block path's LookbackHold::kReload): only this tile
   /// writes its positions, and it has not yet.
@@ -77,22 +79,11 @@ struct ForwardProblem {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
   }
+  template <bool kInside = false>
   __device__ __forceinline__ void store(const Work& w, int64_t v) const {
     alignas(16) T y[kVec];
     narrow(w, y);
-    store_vector<kVec>(x, v, lo, hi, y);
-  }
-
-  /// load and store of a vector known to lie inside the sequence: no test, one 16-byte access
-  /// per stream (lookback_staged_kernel's held vectors, where all of a thread's do).
-  __device__ __forceinline__ void load_inside(Loaded& r, int64_t v) const {
-    *reinterpret_cast<uint4*>(r.a) = __ldg(reinterpret_cast<const uint4*>(a + v));
-    *reinterpret_cast<uint4*>(r.b) = __ldg(reinterpret_cast<const uint4*>(b + v));
-  }
-  __device__ __forceinline__ void store_inside(const Work& w, int64_t v) const {
-    alignas(16) T y[kVec];
-    narrow(w, y);
-    *reinterpret_cast<uint4*>(x + v) = *reinterpret_cast<const uint4*>(y);
+    store_vector<kVec, kInside>(x, v, lo, hi, y);
   }
 
   __device__ __forceinline__ const T* staged_input(int s) const { return s == 0 ? a : b; }

@@ -54,11 +54,13 @@ __device__ __forceinline__ SequenceSite locate_sequence(const Params& p, int64_t
 
 /// Loads the `kVec` elements [v, v + kVec) of a sequence whose grid position v lives at `p[v]`:
 /// one 16-byte load when all of them lie inside [lo, hi), else guarded scalars; positions outside
-/// [lo, hi) are not read and take `fill`.
-template <int kVec, class T>
+/// [lo, hi) are not read and take `fill`. With kInside the caller knows that all of them do (the
+/// vector path only): the 16-byte load, no test.
+template <int kVec, bool kInside = false, class T>
 __device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, int64_t hi,
                                             T (&r)[kVec], T fill) {
-  if (kVec > 1 && v >= lo && v + kVec <= hi) {
+  static_assert(!kInside || kVec > 1, "kInside is for 16-byte vectors");
+  if (kInside || (kVec > 1 && v >= lo && v + kVec <= hi)) {
     static_assert(kVec == 1 || kVec * sizeof(T) == 16, "vectors are 16 bytes");
     *reinterpret_cast<uint4*>(r) = __ldg(reinterpret_cast<const uint4*>(p + v));
   } else {
@@ -67,11 +69,13 @@ __device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, i
   }
 }
 
-/// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]`.
-template <int kVec, class T>
+/// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]` (kInside: as
+/// load_vector's).
+template <int kVec, bool kInside = false, class T>
 __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_t hi,
                                              const T (&r)[kVec]) {
-  if (kVec > 1 && v >= lo && v + kVec <= hi) {
+  static_assert(!kInside || kVec > 1, "kInside is for 16-byte vectors");
+  if (kInside || (kVec > 1 && v >= lo && v + kVec <= hi)) {
     *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(r);
   } else {
 #pragma unroll

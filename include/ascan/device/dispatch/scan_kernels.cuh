@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   if constexpr (kHeld > 0) {
     if (held_inside) {
 #pragma unroll
-      for (int j = 0; j < kHeld; ++j) problem.load_inside(held[j], held_at(j));
+      for (int j = 0; j < kHeld; ++j) problem.template load<true>(held[j], held_at(j));
     } else {
 #pragma unroll
       for (int j = 0; j < kHeld; ++j) problem.load(held[j], held_at(j));
@@ -332,10 +332,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         typename Problem::Work w;
         problem.convert(held[j], held_at(j), w);
         thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
-        if constexpr (decltype(inside)::value)
-          problem.store_inside(w, held_at(j));
-        else
-          problem.store(w, held_at(j));
+        problem.template store<decltype(inside)::value>(w, held_at(j));
       }
     };
     if (held_inside)
