@@ -719,18 +719,13 @@ constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::
 // in registers, u = staged vectors per loop iteration (none: fully unrolled).
 template <class T>
 using ForwardCandidates = std::tuple<
-    LookbackCandidate<T, 256, 4, 5, kShared>, LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
-    LookbackCandidate<T, 64, 17, 6, kStaged, 8, 2>, LookbackCandidate<T, 64, 21, 5, kStaged, 12, 2>,
-    LookbackCandidate<T, 64, 25, 4, kStaged, 16, 2>, LookbackCandidate<T, 64, 25, 4, kStaged, 8, 2>,
-    LookbackCandidate<T, 64, 13, 6, kStaged, 8, 2>, LookbackCandidate<T, 64, 9, 8, kStaged, 4>,
-    LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2>, LookbackCandidate<T, 128, 9, 4, kStaged, 4, 2>>;
+    LookbackCandidate<T, 64, 17, 6, kStaged, 8>, LookbackCandidate<T, 64, 17, 6, kStaged, 8, 2>,
+    LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>, LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2>,
+    LookbackCandidate<T, 64, 15, 7, kStaged, 4, 2>, LookbackCandidate<T, 64, 9, 8, kStaged, 4>>;
 template <class T>
 using BackwardCandidates =
-    std::tuple<LookbackCandidate<T, 256, 2, 4, kReload>, LookbackCandidate<T, 64, 13, 5, kStaged>,
-               LookbackCandidate<T, 64, 9, 8, kStaged>, LookbackCandidate<T, 64, 17, 4, kStaged>,
-               LookbackCandidate<T, 128, 9, 4, kStaged>, LookbackCandidate<T, 64, 21, 3, kStaged>,
-               LookbackCandidate<T, 32, 25, 5, kStaged>, LookbackCandidate<T, 96, 9, 5, kStaged>,
-               LookbackCandidate<T, 128, 7, 5, kStaged>, LookbackCandidate<T, 256, 9, 2, kStaged>>;
+    std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>, LookbackCandidate<T, 128, 7, 5, kStaged>,
+               LookbackCandidate<T, 128, 6, 6, kStaged>, LookbackCandidate<T, 128, 5, 7, kStaged>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {

@@ -220,17 +220,17 @@ struct LookbackFallbackTuning {
 /// The multi-block path's policy (kPolicy) for elements of `kBytes` bytes, forward or backward.
 ///
 /// Tile shape: 64 threads, each owning consecutive 16-byte vectors staged in shared memory by bulk
-/// copies (an odd count: conflict-free reads) and, forward, 8 more vectors held in registers.
-/// Forward 17 + 8 vectors, 6 blocks per multiprocessor (double 25 + 8, 4 blocks); backward 9
-/// staged vectors, 8 blocks. f32 forward took 25 + 8 at 4 blocks until 2026-11-30; runs of both
-/// shapes that day (µs on the four rows below; results/multiblock_lookback_depth_*.json,
-/// multiblock_direct_stores_sweep.json, grid_f32_forward_17_8.json) gave 878-890 / 222-241 /
-/// 408-412 / 417-419 for 25 + 8 and 884-902 / 219-234 / 417-420 / 408-410 for 17 + 8: a wash
-/// overall (-1-2% on two rows, +2% on the others), and one shape for every 16- and 32-bit type.
-/// (1, 16, 2^22) moves between two speeds from run to run, forward and backward alike. From the
-/// sweeps on the H200 (bench --ascan_tune_multi, 2026-11-30;
-/// results/multiblock_staged_*sweep*.json), µs on (1, 1, 2^28) / (1, 16, 2^22) / (2, 4, 2^24) /
-/// (1, 128, 2^20):
+/// copies (an odd count: conflict-free reads) and, forward, more vectors held in registers.
+/// Forward 17 + 8 vectors, 6 blocks per multiprocessor (16-bit 13 + 6 at 8, double 25 + 8 at 4);
+/// backward 9 staged vectors, 8 blocks (16-bit 128 threads x 6 at 6). f32 forward took 25 + 8 at 4
+/// blocks until 2026-11-30; runs of both shapes that day (µs on the four rows below;
+/// results/multiblock_lookback_depth_*.json, multiblock_direct_stores_sweep.json,
+/// grid_f32_forward_17_8.json) gave 878-890 / 222-241 / 408-412 / 417-419 for 25 + 8 and 884-902 /
+/// 219-234 / 417-420 / 408-410 for 17 + 8: a wash overall (-1-2% on two rows, +2% on the others),
+/// and one shape then for every 16- and 32-bit type. (1, 16, 2^22) moves between two speeds from
+/// run to run, forward and backward alike. From the sweeps on the H200 (bench --ascan_tune_multi,
+/// 2026-11-30; results/multiblock_staged_*sweep*.json), µs on (1, 1, 2^28) / (1, 16, 2^22) / (2, 4,
+/// 2^24) / (1, 128, 2^20):
 ///
 ///                        f32 forward            bf16 forward
 ///   256x4 reload|shared  1057 / 266 / 493 / 501  524 / 128 / 245 / 234   (the previous policies)
@@ -294,18 +294,31 @@ struct LookbackTuning {
   /// Forward: 64 threads x (17 staged + 8 held) vectors, 6 blocks per multiprocessor; double
   /// keeps 25 + 8 at 4 blocks (at 6 blocks' registers the 17 + 8 shape spills).
   /// 16-bit: the staged loops unrolled by 2, not fully (bf16 forward 1-4% faster on the four
-  /// long rows, f32 1-2% slower; results/multiblock_icache_sweep*.json).
+  /// long rows, f32 1-2% slower; results/multiblock_icache_sweep*.json), and since the fifth
+  /// session 13 + 6 vectors at 8 blocks: fewer held registers, more blocks. bf16 µs on the four
+  /// long rows, two runs each (results/multiblock_occupancy_sweep2_bf16*.json):
+  ///
+  ///   64x17+8 m6 (before)  440 / 126 / 216 / 215
+  ///   64x15+6 m7           416 / 123 / 214 / 220
+  ///   64x17+6 m6           427 / 128 / 228 / 221
+  ///   64x15+5 m7           432 / 125 / 218 / 218
+  ///   64x13+6 m8           418 / 121 / 220 / 210   (the policy: -2.8% over the four rows)
+  ///   64x15+4 m7           438 / 124 / 224 / 213
+  ///   (the first sweep, results/multiblock_occupancy_sweep_bf16*.json: 64x15+8 m7 and 64x13+8
+  ///   m8, whose 8 held vectors spill at those block counts, 0-5% slower than 13 + 6)
   static constexpr LookbackPolicy kForward =
       kBytes == 8   ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
-      : kBytes == 2 ? LookbackPolicy{64, (17 + 8) * V, 6, 1.0, LookbackHold::kStaged, 8 * V, 2}
+      : kBytes == 2 ? LookbackPolicy{64, (13 + 6) * V, 8, 1.0, LookbackHold::kStaged, 6 * V, 2}
                     : LookbackPolicy{64, (17 + 8) * V, 6, 2.0, LookbackHold::kStaged, 8 * V};
   /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor (f32); for
-  /// 16-bit, 128 threads x 7 vectors at 5, under 48 KiB of shared memory. Blocks of 128 threads
+  /// 16-bit, 128 threads x 6 vectors at 6 (fifth session; 128 x 7 at 5 before: bf16 µs 819 /
+  /// 222 / 395 / 384 against 803 / 210 / 396 / 381, results/multiblock_occupancy_sweep*; 128 x 5
+  /// at 7 and 64 x 7 at 10 no better). Blocks of 128 threads
   /// (two thirds as many tiles, the same bytes resident) measured 4-8% faster than 64 on all four
   /// 16-bit long rows and 5-12% slower on the f32 ones (results/multiblock_tune_lines.json,
   /// multiblock_tune_lines_bf16.json).
   static constexpr LookbackPolicy kBackwardPolicy =
-      kBytes == 2 ? LookbackPolicy{128, 7 * V, 5, 4.0, LookbackHold::kStaged}
+      kBytes == 2 ? LookbackPolicy{128, 6 * V, 6, 4.0, LookbackHold::kStaged}
                   : LookbackPolicy{64, 9 * V, 8, 1.5, LookbackHold::kStaged};
   static constexpr LookbackPolicy kPolicy = kBackward ? kBackwardPolicy : kForward;
   /// Calls whose sequences make fewer than kShortBelowTilesPerSm of kPolicy's tiles per
@@ -327,10 +340,12 @@ struct LookbackTuning {
   /// multiprocessor (bf16 1x32x2^18, 1x128x2^16) the register kernel measured 13% faster than
   /// the main tile in the sweep (41.8 / 40.1 µs against 48.0 / 45.8), and through the library
   /// 3% and 7% (44.1 -> 42.8, 45.6 -> 42.5 µs; results/multiblock_short_cutoff_bwd.json); at 55
-  /// it lost by 38%; between 10 and 55 is not measured.
+  /// it lost by 38%; between 10 and 55 is not measured. The 16-bit cut-offs were measured with
+  /// the earlier tiles (forward 17 + 8 vectors, backward 128 x 7) and are scaled to the same
+  /// elements per multiprocessor.
   /// max_sequences_per_sm of the short and fallback policies is not read.
-  static constexpr double kShortBelowTilesPerSm = kBackward     ? (kBytes == 2 ? 12.0 : 0.0)
-                                                  : kBytes == 2 ? 8.0
+  static constexpr double kShortBelowTilesPerSm = kBackward     ? (kBytes == 2 ? 12.0 * 7 / 6 : 0.0)
+                                                  : kBytes == 2 ? 8.0 * (17 + 8) / (13 + 6)
                                                   : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
                                                                 : 16.0;
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
