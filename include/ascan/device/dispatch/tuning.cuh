@@ -313,10 +313,9 @@ struct LookbackTuning {
   /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor (f32); for
   /// 16-bit, 128 threads x 6 vectors at 6 (fifth session; 128 x 7 at 5 before: bf16 µs 819 /
   /// 222 / 395 / 384 against 803 / 210 / 396 / 381, results/multiblock_occupancy_sweep*; 128 x 5
-  /// at 7 and 64 x 7 at 10 no better). Blocks of 128 threads
-  /// (two thirds as many tiles, the same bytes resident) measured 4-8% faster than 64 on all four
-  /// 16-bit long rows and 5-12% slower on the f32 ones (results/multiblock_tune_lines.json,
-  /// multiblock_tune_lines_bf16.json).
+  /// at 7 and 64 x 7 at 10 no better). Blocks of 128 threads (two thirds as many tiles, the same
+  /// bytes resident) measured 4-8% faster than 64 on all four 16-bit long rows and 5-12% slower
+  /// on the f32 ones (results/multiblock_tune_lines.json, multiblock_tune_lines_bf16.json).
   static constexpr LookbackPolicy kBackwardPolicy =
       kBytes == 2 ? LookbackPolicy{128, 6 * V, 6, 4.0, LookbackHold::kStaged}
                   : LookbackPolicy{64, 9 * V, 8, 1.5, LookbackHold::kStaged};
