@@ -62,6 +62,10 @@ struct BackwardProblem {
   /// the gradients.
   static constexpr int kStagedStreams = kVector ? 3 : 0;
   static constexpr int kStagedOutputs = 2;
+  /// The fills alone do not make every position outside the sequence the identity: the one next
+  /// to its first element in scan order pairs with the gate of that element. So the view tests
+  /// each element where a stretch reaches outside the sequence (StagedView::read<false>).
+  static constexpr bool kStagedReadTests = true;
   // Offset of the gate paired with position t (t+1, or t-1 mirrored) and of the state that
   // multiplies d[t] (t-1, or t+1 mirrored).
   static constexpr int kGateShift = kForwardReverse ? -1 : 1;
@@ -182,8 +186,10 @@ struct BackwardProblem {
   /// One thread's kVectors consecutive staged vectors, the stretch [f0, f0 + kVectors * kVec)
   /// of its warp's kWarpSpan elements. read(j) gives vector j's pairs (shifted gate, gradient)
   /// and shifted states: inside the stretch from shared memory, past its ends the outer
-  /// neighbours that staged_view read. write(j) puts dL/da over vector j's states and dL/db over
-  /// its gradients; in scan order that comes after the last read of each.
+  /// neighbours that staged_view read; kInside: the warp's stretch lies inside the sequence, no
+  /// element needs a test (the tests cost a third of the 16-bit kernel's instructions where they
+  /// ran on every tile). write(j) puts dL/da over vector j's states and dL/db over its
+  /// gradients; in scan order that comes after the last read of each.
   template <int kVectors>
   struct StagedView {
     const BackwardProblem& problem;
@@ -194,9 +200,9 @@ struct BackwardProblem {
     const T* ex;
     int64_t origin;  // grid position of the warp's first element
     int f0;
-    bool whole;
     C gate_edge, state_edge;
 
+    template <bool kInside>
     __device__ __forceinline__ void read(int j, Work& w) const {
       const int e0 = f0 + j * kVec;
       alignas(16) T av[kVec], xv[kVec], gv[kVec];
@@ -214,10 +220,12 @@ struct BackwardProblem {
       widen(xv, xf);
       widen(gv, w.b);
       shift(af, xf, a_next, x_next, w);
+      if constexpr (!kInside) {
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) {
-        const int64_t v = origin + e0 + i;
-        if (!whole && (v < problem.lo || v >= problem.hi)) w.a[i] = C(1);  // the identity
+        for (int i = 0; i < kVec; ++i) {
+          const int64_t v = origin + e0 + i;
+          if (v < problem.lo || v >= problem.hi) w.a[i] = C(1);  // the identity
+        }
       }
     }
     __device__ __forceinline__ void write(int j, const Work& w) const {
@@ -263,11 +271,11 @@ struct BackwardProblem {
     return e;
   }
   /// The view of the thread at `lane` of a warp whose staged stretch of kWarpSpan elements,
-  /// from grid position `origin`, lies at slots[s] for stream s (`whole`: all of it inside the
-  /// sequence), once it has landed; `edges` from staged_edges.
+  /// from grid position `origin`, lies at slots[s] for stream s, once it has landed; `edges`
+  /// from staged_edges.
   template <int kVectors, int kWarpSpan>
   __device__ __forceinline__ StagedView<kVectors> staged_view(uint4* const (&slots)[3],
-                                                              int64_t origin, int lane, bool whole,
+                                                              int64_t origin, int lane,
                                                               const StagedEdges& edges) const {
     const int first = lane * kVectors, f0 = first * kVec;
     const T* ea = reinterpret_cast<const T*>(slots[0]);
@@ -276,8 +284,8 @@ struct BackwardProblem {
     const auto inner = [](int e) { return e >= 0 && e < kWarpSpan; };
     const C gate_edge = inner(at.gate) ? to_compute<C>(ea[at.gate]) : edges.gate;
     const C state_edge = inner(at.state) ? to_compute<C>(ex[at.state]) : edges.state;
-    return {*this, slots[0] + first, slots[1] + first, slots[2] + first, ea, ex, origin, f0,
-            whole, gate_edge,        state_edge};
+    return {*this, slots[0] + first, slots[1] + first, slots[2] + first, ea, ex, origin,
+            f0,    gate_edge,        state_edge};
   }
 
   int64_t offset;  // element offset of the sequence's first element

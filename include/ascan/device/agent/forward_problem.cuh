@@ -46,6 +46,8 @@ struct ForwardProblem {
   /// states go out over the tokens.
   static constexpr int kStagedStreams = kVector ? 2 : 0;
   static constexpr int kStagedOutputs = 1;
+  /// The fills make every position outside the sequence the identity: no element needs a test.
+  static constexpr bool kStagedReadTests = false;
 
   struct Loaded {
     alignas(16) T a[kVec];
@@ -91,8 +93,8 @@ struct ForwardProblem {
   __device__ __forceinline__ T* staged_output(int) const { return x; }
   __host__ __device__ static constexpr int staged_output_slot(int) { return 1; }
 
-  /// One thread's kVectors consecutive staged vectors: read(j) converts vector j, write(j) puts
-  /// its states over its tokens.
+  /// One thread's kVectors consecutive staged vectors: read(j) converts vector j (inside the
+  /// sequence or not: the same code), write(j) puts its states over its tokens.
   template <int kVectors>
   struct StagedView {
     const ForwardProblem& problem;
@@ -100,6 +102,7 @@ struct ForwardProblem {
     uint4* tokens;
     int64_t origin;  // grid position of its first element
 
+    template <bool /*kInside*/>
     __device__ __forceinline__ void read(int j, Work& w) const {
       Loaded loaded;
       *reinterpret_cast<uint4*>(loaded.a) = gates[j];
@@ -119,12 +122,10 @@ struct ForwardProblem {
     return {};
   }
   /// The view of the thread at `lane` of a warp whose staged stretch of kWarpSpan elements,
-  /// from grid position `origin`, lies at slots[s] for stream s (`whole`: all of it inside the
-  /// sequence), once it has landed.
+  /// from grid position `origin`, lies at slots[s] for stream s, once it has landed.
   template <int kVectors, int kWarpSpan>
   __device__ __forceinline__ StagedView<kVectors> staged_view(uint4* const (&slots)[2],
                                                               int64_t origin, int lane,
-                                                              bool /*whole*/,
                                                               const StagedEdges&) const {
     const int first = lane * kVectors;
     return {*this, slots[0] + first, slots[1] + first, origin + int64_t(first) * kVec};

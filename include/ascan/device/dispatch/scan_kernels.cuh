@@ -301,24 +301,39 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                                    problem.hi, problem.staged_fill(s), lane);
     __syncwarp();
   }
-  const auto view =
-      problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, whole, edges);
+  const auto view = problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, edges);
+  // The staged loops below, for a Problem whose view tests elements against the sequence
+  // (Problem::kStagedReadTests): on a path of their own where the warp's stretch lies inside
+  // it, with no test (each its own code, as the held runs' paths).
+  const auto on_staged_path = [&](const auto& loops) {
+    if constexpr (Problem::kStagedReadTests) {
+      if (whole)
+        loops(std::true_type{});
+      else
+        loops(std::false_type{});
+    } else {
+      loops(std::true_type{});
+    }
+  };
 
   // The loops over a thread's staged vectors take kUnroll of them per iteration (all: fully
   // unrolled), which keeps the bf16 forward kernel's hot code small (see held_inside above).
   constexpr int kU = kUnroll > 0 ? kUnroll : kVectors;
-  {
-    typename Problem::Work w;
-    view.read(kReverse ? kVectors - 1 : 0, w);
-    aggregate[0] = thread_reduce<kReverse>(w.a, w.b);
-  }
+  on_staged_path([&](auto inside) {
+    constexpr bool kInside = decltype(inside)::value;
+    {
+      typename Problem::Work w;
+      view.template read<kInside>(kReverse ? kVectors - 1 : 0, w);
+      aggregate[0] = thread_reduce<kReverse>(w.a, w.b);
+    }
 #pragma unroll kU
-  for (int s = 1; s < kVectors; ++s) {
-    const int j = kReverse ? kVectors - 1 - s : s;
-    typename Problem::Work w;
-    view.read(j, w);
-    aggregate[0] = compose(aggregate[0], thread_reduce<kReverse>(w.a, w.b));
-  }
+    for (int s = 1; s < kVectors; ++s) {
+      const int j = kReverse ? kVectors - 1 - s : s;
+      typename Problem::Work w;
+      view.template read<kInside>(j, w);
+      aggregate[0] = compose(aggregate[0], thread_reduce<kReverse>(w.a, w.b));
+    }
+  });
   Group group(storage);
   Affine<C> exclusive[1 + kHeld], tile_map;
   group.exclusive_scan(aggregate, exclusive, tile_map);
@@ -340,15 +355,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     else
       scan_held(std::false_type{});
   }
-  C state = apply(exclusive[0], entering);
+  on_staged_path([&](auto inside) {
+    C state = apply(exclusive[0], entering);
 #pragma unroll kU
-  for (int s = 0; s < kVectors; ++s) {
-    const int j = kReverse ? kVectors - 1 - s : s;
-    typename Problem::Work w;
-    view.read(j, w);
-    state = thread_scan<kReverse>(state, w.a, w.b);
-    view.write(j, w);
-  }
+    for (int s = 0; s < kVectors; ++s) {
+      const int j = kReverse ? kVectors - 1 - s : s;
+      typename Problem::Work w;
+      view.template read<decltype(inside)::value>(j, w);
+      state = thread_scan<kReverse>(state, w.a, w.b);
+      view.write(j, w);
+    }
+  });
   if (whole) {
     fence_for_unstage();
     __syncwarp();

@@ -310,14 +310,21 @@ struct LookbackTuning {
       kBytes == 8   ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
       : kBytes == 2 ? LookbackPolicy{64, (13 + 6) * V, 8, 1.0, LookbackHold::kStaged, 6 * V, 2}
                     : LookbackPolicy{64, (17 + 8) * V, 6, 2.0, LookbackHold::kStaged, 8 * V};
-  /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor (f32); for
-  /// 16-bit, 128 threads x 6 vectors at 6 (fifth session; 128 x 7 at 5 before: bf16 µs 819 /
-  /// 222 / 395 / 384 against 803 / 210 / 396 / 381, results/multiblock_occupancy_sweep*; 128 x 5
-  /// at 7 and 64 x 7 at 10 no better). Blocks of 128 threads (two thirds as many tiles, the same
-  /// bytes resident) measured 4-8% faster than 64 on all four 16-bit long rows and 5-12% slower
-  /// on the f32 ones (results/multiblock_tune_lines.json, multiblock_tune_lines_bf16.json).
+  /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor, f32 and
+  /// 16-bit. Until the sixth session the 16-bit tile was 128 x 6 at 6 (128 x 7 at 5 before): its
+  /// staged reads tested every element against the sequence, a third of the kernel's
+  /// instructions, and the larger blocks made fewer tiles of that work. With the tests only where
+  /// a warp's stretch leaves the sequence (StagedView::read<false>), bf16 µs on the four long
+  /// rows (results/multiblock_bwd_inside_sweep.json, 7 launches):
+  ///
+  ///   128x6 m6   877 / 214 / 420 / 381   (the previous policy, without the tests)
+  ///   64x9 m8    751 / 211 / 373 / 358   (the policy; 803 / 210 / 396 / 381 with the tests)
+  ///   64x7 m10   768 / 204 / 387 / 370
+  ///   64x11 m6   753 / 200 / 379 / 363
+  ///   64x5 m14   768 / 201 / 382 / 366
+  ///   96x5 m9    951 / 229 / 450 / 430
   static constexpr LookbackPolicy kBackwardPolicy =
-      kBytes == 2 ? LookbackPolicy{128, 6 * V, 6, 4.0, LookbackHold::kStaged}
+      kBytes == 2 ? LookbackPolicy{64, 9 * V, 8, 4.0, LookbackHold::kStaged}
                   : LookbackPolicy{64, 9 * V, 8, 1.5, LookbackHold::kStaged};
   static constexpr LookbackPolicy kPolicy = kBackward ? kBackwardPolicy : kForward;
   /// Calls whose sequences make fewer than kShortBelowTilesPerSm of kPolicy's tiles per
@@ -341,12 +348,15 @@ struct LookbackTuning {
   /// 3% and 7% (44.1 -> 42.8, 45.6 -> 42.5 µs; results/multiblock_short_cutoff_bwd.json); at 55
   /// it lost by 38%; between 10 and 55 is not measured. The 16-bit cut-offs were measured with
   /// the earlier tiles (forward 17 + 8 vectors, backward 128 x 7) and are scaled to the same
-  /// elements per multiprocessor.
+  /// elements per multiprocessor. With the 64 x 9 backward tile (18.7 of them per
+  /// multiprocessor) the register kernel still measured faster than it on all six short bf16
+  /// shapes, all below the cut-off (by 1-40%; results/multiblock_bwd_inside_sweep.json).
   /// max_sequences_per_sm of the short and fallback policies is not read.
-  static constexpr double kShortBelowTilesPerSm = kBackward     ? (kBytes == 2 ? 12.0 * 7 / 6 : 0.0)
-                                                  : kBytes == 2 ? 8.0 * (17 + 8) / (13 + 6)
-                                                  : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
-                                                                : 16.0;
+  static constexpr double kShortBelowTilesPerSm =
+      kBackward     ? (kBytes == 2 ? 12.0 * (128 * 7) / (64 * 9) : 0.0)
+      : kBytes == 2 ? 8.0 * (17 + 8) / (13 + 6)
+      : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
+                    : 16.0;
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
 };
 
