@@ -222,8 +222,8 @@ struct LookbackFallbackTuning {
 /// Tile shape: 64 threads, each owning consecutive 16-byte vectors staged in shared memory by bulk
 /// copies (an odd count: conflict-free reads) and, forward, more vectors held in registers.
 /// Forward 17 + 8 vectors, 6 blocks per multiprocessor (16-bit 13 + 6 at 8, double 25 + 8 at 4);
-/// backward 9 staged vectors, 8 blocks (16-bit 128 threads x 6 at 6). f32 forward took 25 + 8 at 4
-/// blocks until 2026-11-30; runs of both shapes that day (µs on the four rows below;
+/// backward 9 staged vectors, 8 blocks (16-bit too since the sixth session). f32 forward took 25 +
+/// 8 at 4 blocks until 2026-11-30; runs of both shapes that day (µs on the four rows below;
 /// results/multiblock_lookback_depth_*.json, multiblock_direct_stores_sweep.json,
 /// grid_f32_forward_17_8.json) gave 878-890 / 222-241 / 408-412 / 417-419 for 25 + 8 and 884-902 /
 /// 219-234 / 417-420 / 408-410 for 17 + 8: a wash overall (-1-2% on two rows, +2% on the others),
@@ -286,8 +286,16 @@ struct LookbackFallbackTuning {
 ///   bf16 bwd   19.8 | 11.6  23.9 | 15.4  45.8 | 40.1  25.7 | 15.7  48.0 | 41.8  26.6 | 24.8
 ///
 /// Thresholds (multi-block below this many sequences per multiprocessor): f32 forward 2,
-/// 16-bit forward 1, f32 backward 1.5, 16-bit backward 4 (its one-block kernel needs about 8
-/// sequences per multiprocessor). Double: the float values (not measured).
+/// 16-bit forward 1, f32 backward 1.5, 16-bit backward 6 (4 until the sixth session's faster
+/// backward tile). Double: the float values (not measured). The 16-bit backward crossover with
+/// that tile, each path forced, µs (results/multiblock_bwd_inside_sweep.json; one block per
+/// sequence | multi-block):
+///
+///              S=132        S=264        S=396        S=528        S=792        S=1056
+///   bf16 bwd   104 | 43.5   107 | 66.2   117 | 91.8   132 | 115    161 | 158    194 | 211
+///
+/// and at 528 sequences of 2^20, 1921 | 1430 µs. f32 backward crosses at about S = 264
+/// (107 | 109 µs), where its threshold (198) leaves it.
 template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
@@ -324,7 +332,7 @@ struct LookbackTuning {
   ///   64x5 m14   768 / 201 / 382 / 366
   ///   96x5 m9    951 / 229 / 450 / 430
   static constexpr LookbackPolicy kBackwardPolicy =
-      kBytes == 2 ? LookbackPolicy{64, 9 * V, 8, 4.0, LookbackHold::kStaged}
+      kBytes == 2 ? LookbackPolicy{64, 9 * V, 8, 6.0, LookbackHold::kStaged}
                   : LookbackPolicy{64, 9 * V, 8, 1.5, LookbackHold::kStaged};
   static constexpr LookbackPolicy kPolicy = kBackward ? kBackwardPolicy : kForward;
   /// Calls whose sequences make fewer than kShortBelowTilesPerSm of kPolicy's tiles per
@@ -335,11 +343,20 @@ struct LookbackTuning {
   /// faster than the staged short tiles on all six short bf16 shapes of the sweep once records
   /// had lines of their own (results/multiblock_tune_lines_bf16.json; two of the backward ones
   /// make 9-10 main tiles per multiprocessor, and since the fourth session the cut-off below
-  /// takes them to the register kernel too). f32 backward has none (not measured).
+  /// takes them to the register kernel too). f32 backward: 64 x 7 at 10 blocks, faster than the
+  /// main 64 x 9 at 8 on all six short shapes of the sweep (µs, 7 launches,
+  /// results/multiblock_bwd_inside_sweep.json):
+  ///
+  ///              1x8x2^16     1x32x2^16    1x128x2^16   1x8x2^18     1x32x2^18    1x4x2^20
+  ///   64x9 m8    23.3         32.4         66.2         27.5         63.8         37.1
+  ///   64x7 m10   14.5         23.0         58.0         25.7         63.2         36.8
+  ///
+  /// and 1-2% slower on three of the four long rows. Double backward has none (not measured).
   static constexpr LookbackPolicy kShortPolicy =
-      kBytes == 2 ? LookbackFallbackTuning<kBytes, kBackward>::kPolicy
-      : kBackward ? kPolicy
-                  : LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V};
+      kBytes == 2   ? LookbackFallbackTuning<kBytes, kBackward>::kPolicy
+      : !kBackward  ? LookbackPolicy{64, (9 + 4) * V, 8, 0, LookbackHold::kStaged, 4 * V}
+      : kBytes == 4 ? LookbackPolicy{64, 7 * V, 10, 0, LookbackHold::kStaged}
+                    : kPolicy;
   /// The forward cut-offs were measured with the 16-bit tile and the earlier f32 tile of 25 + 8
   /// vectors (16 of those per multiprocessor); f32's is scaled to the same elements per
   /// multiprocessor. The 16-bit backward's is 12: at 9.0 and 9.7 of its main tiles per
@@ -351,12 +368,18 @@ struct LookbackTuning {
   /// elements per multiprocessor. With the 64 x 9 backward tile (18.7 of them per
   /// multiprocessor) the register kernel still measured faster than it on all six short bf16
   /// shapes, all below the cut-off (by 1-40%; results/multiblock_bwd_inside_sweep.json).
+  /// The f32 backward's cut-off, 32 of its main tiles per multiprocessor, lies above the short
+  /// shapes measured (1.7 to 27.6 of them) and below the long rows (220 and more); where between
+  /// the two tiles cross is not measured.
   /// max_sequences_per_sm of the short and fallback policies is not read.
+  static constexpr double kBackwardShortBelow = kBytes == 2   ? 12.0 * (128 * 7) / (64 * 9)
+                                                : kBytes == 4 ? 32.0
+                                                              : 0.0;
+  static constexpr double kForwardShortBelow = kBytes == 2   ? 8.0 * (17 + 8) / (13 + 6)
+                                               : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
+                                                             : 16.0;
   static constexpr double kShortBelowTilesPerSm =
-      kBackward     ? (kBytes == 2 ? 12.0 * (128 * 7) / (64 * 9) : 0.0)
-      : kBytes == 2 ? 8.0 * (17 + 8) / (13 + 6)
-      : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
-                    : 16.0;
+      kBackward ? kBackwardShortBelow : kForwardShortBelow;
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
 };
 
