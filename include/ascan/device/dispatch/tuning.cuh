@@ -366,8 +366,9 @@ struct LookbackTuning {
   /// it lost by 38%; between 10 and 55 is not measured. The 16-bit cut-offs were measured with
   /// the earlier tiles (forward 17 + 8 vectors, backward 128 x 7) and are scaled to the same
   /// elements per multiprocessor. With the 64 x 9 backward tile (18.7 of them per
-  /// multiprocessor) the register kernel still measured faster than it on all six short bf16
-  /// shapes, all below the cut-off (by 1-40%; results/multiblock_bwd_inside_sweep.json).
+  /// multiprocessor) the register kernel measured 29-40% faster than it on three of the six
+  /// short bf16 shapes, all below the cut-off, and within the spread on the other three
+  /// (results/multiblock_bwd_inside_sweep.json, multiblock_bwd_paths_sixth.json).
   /// The f32 backward's cut-off, 32 of its main tiles per multiprocessor, lies above the short
   /// shapes measured (1.7 to 27.6 of them) and below the long rows (220 and more); where between
   /// the two tiles cross is not measured.
