@@ -723,10 +723,10 @@ using ForwardCandidates = std::tuple<
     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>, LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2>,
     LookbackCandidate<T, 64, 15, 7, kStaged, 4, 2>, LookbackCandidate<T, 64, 9, 8, kStaged, 4>>;
 template <class T>
-using BackwardCandidates =
-    std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>, LookbackCandidate<T, 64, 7, 10, kStaged>,
-               LookbackCandidate<T, 64, 11, 6, kStaged>, LookbackCandidate<T, 64, 5, 14, kStaged>,
-               LookbackCandidate<T, 96, 5, 9, kStaged>, LookbackCandidate<T, 128, 6, 6, kStaged>>;
+using BackwardCandidates = std::tuple<
+    LookbackCandidate<T, 64, 9, 8, kStaged>, LookbackCandidate<T, 64, 9, 8, kStaged, 0, 3>,
+    LookbackCandidate<T, 64, 9, 8, kStaged, 0, 1>, LookbackCandidate<T, 64, 7, 10, kStaged>,
+    LookbackCandidate<T, 64, 11, 6, kStaged>, LookbackCandidate<T, 64, 11, 6, kStaged, 0, 1>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {
