@@ -62,9 +62,10 @@ struct BackwardProblem {
   /// the gradients.
   static constexpr int kStagedStreams = kVector ? 3 : 0;
   static constexpr int kStagedOutputs = 2;
-  /// The fills alone do not make every position outside the sequence the identity: the one next
-  /// to its first element in scan order pairs with the gate of that element. So the view tests
-  /// each element where a stretch reaches outside the sequence (StagedView::read<false>).
+  /// The fills alone do not make every position outside the sequence the identity: the one just
+  /// past its last element in scan order (before the forward's first step) pairs with that
+  /// element's gate. So the view tests each element where a stretch reaches outside the
+  /// sequence (StagedView::read<false>).
   static constexpr bool kStagedReadTests = true;
   // Offset of the gate paired with position t (t+1, or t-1 mirrored) and of the state that
   // multiplies d[t] (t-1, or t+1 mirrored).
