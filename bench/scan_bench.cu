@@ -17,6 +17,9 @@
 // (2, 4, 2^24), (1, 128, 2^20)) take the multi-block path where the dispatch picks it, and then
 // their time includes zeroing its tile states.
 //
+// --ascan_shapes=BxCxT[,BxCxT...] registers the forward and backward rows of those shapes (f32
+// and bf16) in place of the standard grid: any shape, measured the same way.
+//
 // Sweeps: --ascan_tune registers the one-block candidate table (CandidateTable below) on the
 // standard grid; --ascan_tune_multi registers the multi-block sweeps instead: path/... rows with
 // each path forced on S sequences of 2^16 and 2^20 elements (the crossover recorded in
@@ -713,8 +716,7 @@ struct LookbackCandidate {
                                              : "_staged");
   }
 };
-constexpr LookbackHold kReload = LookbackHold::kReload, kShared = LookbackHold::kShared,
-                       kStaged = LookbackHold::kStaged;
+constexpr LookbackHold kStaged = LookbackHold::kStaged;  // the holds of the current candidates
 // Staged candidates: v = vectors per thread staged in shared memory, r = vectors per thread held
 // in registers, u = staged vectors per loop iteration (none: fully unrolled).
 template <class T>
@@ -1054,7 +1056,8 @@ int main(int argc, char** argv) {
   // Our flags first (--ascan_reps=N), then Google Benchmark's; anything else is an error.
   bool summary_to_stderr = false;
   bool tune = false;
-  bool tune_multi = false;  // the multi-block sweeps: path crossover and lookback tile shapes
+  bool tune_multi = false;      // the multi-block sweeps: path crossover and lookback tile shapes
+  std::vector<GridRow> shapes;  // --ascan_shapes: these rows in place of the standard grid
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
@@ -1065,6 +1068,22 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_gpu.reps = reps;
+      continue;
+    }
+    if (std::strncmp(arg, "--ascan_shapes=", 15) == 0) {
+      for (const char* c = arg + 15; *c != '\0';) {
+        long long b = 0, ch = 0, t = 0;
+        int used = 0;
+        if (std::sscanf(c, "%lldx%lldx%lld%n", &b, &ch, &t, &used) != 3 || b < 1 || ch < 1 ||
+            t < 1) {
+          std::fprintf(stderr, "--ascan_shapes takes BxCxT[,BxCxT...], positive sizes\n");
+          return 2;
+        }
+        for (bool backward : {false, true})
+          shapes.push_back({{b, ch, t}, {Dtype::kF32, Dtype::kBF16}, false, backward});
+        c += used;
+        if (*c == ',') ++c;
+      }
       continue;
     }
     if (std::strcmp(arg, "--ascan_tune") == 0) {
@@ -1098,7 +1117,7 @@ int main(int argc, char** argv) {
   }
   for (Dtype d : {Dtype::kF32, Dtype::kBF16, Dtype::kF16}) {
     if (tune_multi) break;
-    for (const GridRow& row : standard_grid()) {
+    for (const GridRow& row : shapes.empty() ? standard_grid() : shapes) {
       if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
       with_dtype(d, [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
