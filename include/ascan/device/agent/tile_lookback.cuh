@@ -95,7 +95,8 @@ static_assert(sizeof(Affine<float>) + sizeof(float) + sizeof(uint32_t) == 16 &&
               "a float record's payload is one 16-byte word; every record is one line");
 
 /// The scratch of the multi-block path, carved from the caller's workspace: one record per tile
-/// and one per group of kTilesPerGroup tiles. All of it is zeroed before a launch (reset_bytes).
+/// and one per group of kTilesPerGroup tiles. Every record's status is zeroed before a launch
+/// (reset_tile_states).
 template <class C>
 struct TileStates {
   TileRecord<C>* tiles;
@@ -148,6 +149,31 @@ __device__ __forceinline__ uint4 load_relaxed_16(const void* p) {
                : "l"(p)
                : "memory");
   return v;
+}
+
+/// Zeroes the status of `records` look-back records from `first` (tile records, then group
+/// records: both kRecordBytes apart), the first 32 bytes of each, which hold every status word
+/// (float: in the first 16-byte word; double: at byte 16 or 24). The scan kernel launched after
+/// it may start at once (a programmatic dependent launch) and waits for it before its look-back.
+template <class C>
+__global__ void __launch_bounds__(256) reset_tile_states(TileRecord<C>* first, int64_t records) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  auto* words = reinterpret_cast<uint4*>(first);
+  constexpr int64_t kWords = kRecordBytes / 16;
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < records;
+       r += int64_t(gridDim.x) * blockDim.x) {
+    words[r * kWords] = make_uint4(0, 0, 0, 0);
+    words[r * kWords + 1] = make_uint4(0, 0, 0, 0);
+  }
+}
+/// Waits until the grid launched before this one in the stream has completed and its writes are
+/// visible (a no-op unless this grid went out as a programmatic dependent launch).
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 /// The state after one tile (or group) from the state before it: exactly one fused multiply-add,

@@ -169,20 +169,39 @@ cudaError_t prepare_staged(bool& supported) {
 }
 
 /// Carves the tile states of `p` in tiles of `kTile` from `workspace`, zeroes their status words
-/// and launches `kernel` (one block per tile, `shared` bytes of dynamic shared memory).
-template <class Problem, int64_t kTile, class Kernel>
+/// (reset_tile_states) and launches `kernel` (one block per tile, `shared` bytes of dynamic
+/// shared memory). `kDependent`: the kernel waits for the reset itself, before its look-back
+/// (wait_for_prior_grid), so it goes out as a programmatic dependent launch (sm_90): its blocks
+/// start and load their tiles while the reset runs, instead of after it and a launch's gap.
+template <class Problem, int64_t kTile, bool kDependent, class Kernel>
 cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename Problem::Params& p,
                          void* workspace, cudaStream_t stream) {
   using C = typename Problem::C;
   const TileGrid grid = TileGrid::of(p.sequences, p.span_bound, kTile);
   const TileStates<C> states = TileStates<C>::carve(workspace, grid.tiles, grid.groups);
-  const cudaError_t e =
-      cudaMemsetAsync(TileStates<C>::align(workspace), 0,
-                      TileStates<C>::reset_bytes(grid.tiles, grid.groups), stream);
-  if (e != cudaSuccess) return e;
-  kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(p, states, grid.chunks,
-                                                                         grid.groups_per_sequence);
-  return cudaGetLastError();
+  const int64_t records = grid.tiles + grid.groups;
+  constexpr int kResetThreads = 256;
+  const int64_t reset_blocks = ceil_div(records, int64_t{kResetThreads});
+  reset_tile_states<C><<<static_cast<unsigned>(reset_blocks < 4096 ? reset_blocks : 4096),
+                         kResetThreads, 0, stream>>>(states.tiles, records);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if constexpr (kDependent) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(grid.tiles));
+    config.blockDim = dim3(static_cast<unsigned>(threads));
+    config.dynamicSmemBytes = static_cast<size_t>(shared);
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, p, states, grid.chunks, grid.groups_per_sequence);
+  } else {
+    kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(
+        p, states, grid.chunks, grid.groups_per_sequence);
+    return cudaGetLastError();
+  }
 }
 
 /// Launches the multi-block path of `p` with policy `Policy::kPolicy` (`Fallback::kPolicy` where
@@ -202,7 +221,8 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
     if (const cudaError_t e = prepare_staged<kKernel, kShared>(supported); e != cudaSuccess)
       return e;
     if (supported)
-      return launch_tiles<Problem, P.tile()>(kKernel, P.threads, kShared, p, workspace, stream);
+      return launch_tiles<Problem, P.tile(), true>(kKernel, P.threads, kShared, p, workspace,
+                                                   stream);
   }
   // Loads into registers: the policy itself, or where a staged one cannot stage, its fallback.
   // The scalar path holds kVec times more runs, too many for shared memory: it reloads.
@@ -211,7 +231,7 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
   constexpr LookbackHold kHold = F.hold == LookbackHold::kShared && Problem::kVec > 1
                                      ? LookbackHold::kShared
                                      : LookbackHold::kReload;
-  return launch_tiles<Problem, F.tile()>(
+  return launch_tiles<Problem, F.tile(), false>(
       &lookback_kernel<Problem, F.threads, F.items, kFallbackMinBlocks, kHold>, F.threads, 0, p,
       workspace, stream);
 }

@@ -337,6 +337,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   Group group(storage);
   Affine<C> exclusive[1 + kHeld], tile_map;
   group.exclusive_scan(aggregate, exclusive, tile_map);
+  // This grid may start while the kernel that zeroes the tile states still runs (launch_tiles,
+  // dispatch.cuh): everything above reads only the inputs, which were complete before that
+  // kernel began; the look-back waits for it.
+  wait_for_prior_grid();
   const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
 
   if constexpr (kHeld > 0) {
