@@ -299,6 +299,11 @@ struct LookbackFallbackTuning {
 template <int kBytes, bool kBackward>
 struct LookbackTuning {
   static constexpr int V = 16 / kBytes;  // elements per vector
+  /// `tiles` tiles of `elements` elements each, counted in tiles of the policy `P`: a cut-off
+  /// measured with an earlier tile, kept at the same elements per multiprocessor.
+  static constexpr double scaled(double tiles, int64_t elements, const LookbackPolicy& P) {
+    return tiles * double(elements) / double(P.tile());
+  }
   /// Forward: 64 threads x (17 staged + 8 held) vectors, 6 blocks per multiprocessor; double
   /// keeps 25 + 8 at 4 blocks (at 6 blocks' registers the 17 + 8 shape spills).
   /// 16-bit: the staged loops unrolled by 2, not fully (bf16 forward 1-4% faster on the four
@@ -373,12 +378,14 @@ struct LookbackTuning {
   /// shapes measured (1.7 to 27.6 of them) and below the long rows (220 and more); where between
   /// the two tiles cross is not measured.
   /// max_sequences_per_sm of the short and fallback policies is not read.
-  static constexpr double kBackwardShortBelow = kBytes == 2   ? 12.0 * (128 * 7) / (64 * 9)
+  static constexpr double kBackwardShortBelow = kBytes == 2
+                                                    ? scaled(12.0, 128 * 7 * V, kBackwardPolicy)
                                                 : kBytes == 4 ? 32.0
                                                               : 0.0;
-  static constexpr double kForwardShortBelow = kBytes == 2   ? 8.0 * (17 + 8) / (13 + 6)
-                                               : kBytes == 4 ? 16.0 * (25 + 8) / (17 + 8)
-                                                             : 16.0;
+  static constexpr double kForwardShortBelow =
+      kBytes == 2   ? scaled(8.0, 64 * (17 + 8) * V, kForward)
+      : kBytes == 4 ? scaled(16.0, 64 * (25 + 8) * V, kForward)
+                    : 16.0;
   static constexpr double kShortBelowTilesPerSm =
       kBackward ? kBackwardShortBelow : kForwardShortBelow;
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
