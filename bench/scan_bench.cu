@@ -700,17 +700,20 @@ std::string measure_row_backward(const Extent& shape, bool reverse, int row, dou
 // (forward direction, vector path) to choose LookbackTuning.
 using ascan::detail::LookbackHold;
 template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold,
-          int kRegisterVectors = 0, int kUnroll = 0>
+          int kRegisterVectors = 0, int kUnroll = 0, int kPacePercent = 0>
 struct LookbackCandidate {
   static constexpr int kV = 16 / int(sizeof(T));
   static constexpr ascan::detail::LookbackPolicy kPolicy{
-      kThreads, (kVectors + kRegisterVectors) * kV, kMinBlocks, 4, kHold, kRegisterVectors* kV,
-      kUnroll};
+      kThreads,   (kVectors + kRegisterVectors) * kV,
+      kMinBlocks, 4,
+      kHold,      kRegisterVectors* kV,
+      kUnroll,    kPacePercent / 100.0};
   static std::string name() {
     return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) +
            (kUnroll > 0 ? "_u" + std::to_string(kUnroll) : std::string()) +
            (kRegisterVectors > 0 ? "_r" + std::to_string(kRegisterVectors) : std::string()) + "_m" +
            std::to_string(kMinBlocks) +
+           (kPacePercent > 0 ? "_p" + std::to_string(kPacePercent) : std::string()) +
            (kHold == LookbackHold::kReload   ? "_reload"
             : kHold == LookbackHold::kShared ? "_shared"
                                              : "_staged");
@@ -718,17 +721,20 @@ struct LookbackCandidate {
 };
 constexpr LookbackHold kStaged = LookbackHold::kStaged;  // the holds of the current candidates
 // Staged candidates: v = vectors per thread staged in shared memory, r = vectors per thread held
-// in registers, u = staged vectors per loop iteration (none: fully unrolled).
+// in registers, u = staged vectors per loop iteration (none: fully unrolled), p = the first
+// wave's pace in percent of the device's peak memory bandwidth (none: not paced).
 template <class T>
-using ForwardCandidates = std::tuple<
-    LookbackCandidate<T, 64, 17, 6, kStaged, 8>, LookbackCandidate<T, 64, 17, 6, kStaged, 8, 2>,
-    LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>, LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2>,
-    LookbackCandidate<T, 64, 15, 7, kStaged, 4, 2>, LookbackCandidate<T, 64, 9, 8, kStaged, 4>>;
+using ForwardCandidates = std::tuple<LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
+                                     LookbackCandidate<T, 64, 17, 6, kStaged, 8, 0, 80>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 70>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 80>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 90>>;
 template <class T>
-using BackwardCandidates = std::tuple<
-    LookbackCandidate<T, 64, 9, 8, kStaged>, LookbackCandidate<T, 64, 9, 8, kStaged, 0, 3>,
-    LookbackCandidate<T, 64, 9, 8, kStaged, 0, 1>, LookbackCandidate<T, 64, 7, 10, kStaged>,
-    LookbackCandidate<T, 64, 11, 6, kStaged>, LookbackCandidate<T, 64, 11, 6, kStaged, 0, 1>>;
+using BackwardCandidates = std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>>;
 
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {

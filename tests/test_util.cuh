@@ -434,14 +434,20 @@ struct SmallLookback {
   // cases run the code the long shapes run: with staged tiles, one vector per thread staged in
   // shared memory (five where the library unrolls its staged loops partly: loops of its
   // unrolling with a remainder) and one held in registers when the library's policy holds some
-  // there.
+  // there; and the library's pace of the first wave.
   static constexpr int V = 16 / kBytes;
   static constexpr detail::LookbackPolicy kLibrary =
       detail::LookbackTuning<kBytes, kBackward>::kPolicy;
   static constexpr int kHeld = kLibrary.register_items > 0 ? 1 : 0;
   static constexpr int kStaged = kLibrary.unroll > 0 ? 5 : 2 - kHeld;
-  static constexpr detail::LookbackPolicy kPolicy{
-      64, (kStaged + kHeld) * V, 1, 4, kLibrary.hold, kHeld* V, kLibrary.unroll};
+  static constexpr detail::LookbackPolicy kPolicy{64,
+                                                  (kStaged + kHeld) * V,
+                                                  1,
+                                                  4,
+                                                  kLibrary.hold,
+                                                  kHeld* V,
+                                                  kLibrary.unroll,
+                                                  kLibrary.wave_pace};
 };
 /// The short-tile policy of a tuning, always taken: 64 threads x 3 vectors (forward, one of them
 /// held in registers where the library's short policy holds some), another shape than kMain's.

@@ -126,6 +126,18 @@ struct TileStates {
   }
 };
 
+/// The first wave's pace. The blocks resident at launch (the first wave) start together; loading
+/// together, they all finish loading together, then all look back and scan while memory idles,
+/// and the wave stays in step for a while after. Instead, block b of the first wave waits
+/// b * ps_per_block picoseconds after it starts before it loads: the wave's loads go out at
+/// about the rate memory serves them, the first tiles are stored while later ones still load, and
+/// the blocks leave the first wave one by one. On the H200 (bench/RESULTS.md) this made the
+/// long rows 2-6 us a call faster, the cost of the path over a copy falling by a fifth.
+struct WavePace {
+  int64_t blocks = 0;         ///< the first wave: blocks 0 .. blocks-1 (0: not paced)
+  uint32_t ps_per_block = 0;  ///< the delay between consecutive blocks' loads, picoseconds
+};
+
 #if defined(__CUDACC__)
 
 __device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
@@ -174,6 +186,21 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+
+__device__ __forceinline__ uint64_t global_nanoseconds() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+/// Called by every thread of a block first thing: holds the block back as `pace` says.
+__device__ __forceinline__ void pace_first_wave(const WavePace& pace) {
+  if (blockIdx.x >= pace.blocks) return;  // the same for all the block's threads
+  if (threadIdx.x == 0) {
+    const uint64_t until = global_nanoseconds() + blockIdx.x * uint64_t(pace.ps_per_block) / 1000;
+    while (global_nanoseconds() < until) __nanosleep(64);
+  }
+  __syncthreads();
 }
 
 /// The state after one tile (or group) from the state before it: exactly one fused multiply-add,

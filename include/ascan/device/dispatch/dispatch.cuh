@@ -144,27 +144,41 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   return Status::success();
 }
 
-/// Whether the staged kernel `kKernel` runs on the current device (compiled for sm_90 or later;
-/// asked of the runtime once per kernel and device, then remembered), with its dynamic shared
-/// memory allowance raised to `kSharedBytes` where that is over the default 48 KiB (set on every
-/// such launch, a host call that does not synchronize: the setting does not survive
-/// cudaDeviceReset; of the library's own policies, only double's forward tile needs it).
-template <auto kKernel, int kSharedBytes>
-cudaError_t prepare_staged(bool& supported) {
-  constexpr int kDevices = 64;  // devices beyond these are asked on every launch
-  static std::atomic<signed char> known[kDevices];  // 0 not asked, 1 supported, -1 not
+/// Whether the staged kernel `kKernel` runs on the current device (compiled for sm_90 or later)
+/// and how many of its blocks (`kThreads` threads, `kSharedBytes` of dynamic shared memory) a
+/// multiprocessor holds: `resident`, 0 where it does not run. Asked of the runtime once per
+/// kernel and device, then remembered. The dynamic shared memory allowance is raised to
+/// `kSharedBytes` where that is over the default 48 KiB (set on every such launch, a host call
+/// that does not synchronize: the setting does not survive cudaDeviceReset; of the library's own
+/// policies, only double's forward tile needs it).
+template <auto kKernel, int kThreads, int kSharedBytes>
+cudaError_t prepare_staged(int& resident) {
+  constexpr int kDevices = 64;              // devices beyond these are asked on every launch
+  static std::atomic<int> known[kDevices];  // 0 not asked, -1 does not run, else resident + 1
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
-  const signed char v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
+  const auto allow_shared = [] {
+    return kSharedBytes > 48 * 1024
+               ? cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      kSharedBytes)
+               : cudaSuccess;
+  };
+  const int v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
   if (v != 0) {
-    supported = v > 0;
-  } else {
-    if ((e = stage_supported(kKernel, supported)) != cudaSuccess) return e;
-    if (device < kDevices) known[device].store(supported ? 1 : -1, std::memory_order_release);
+    resident = v > 0 ? v - 1 : 0;
+    return resident > 0 ? allow_shared() : cudaSuccess;
   }
-  if (supported && kSharedBytes > 48 * 1024)
-    return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  bool supported = false;
+  resident = 0;
+  if ((e = stage_supported(kKernel, supported)) != cudaSuccess) return e;
+  if (supported) {
+    if ((e = allow_shared()) != cudaSuccess) return e;
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kKernel, kThreads, kSharedBytes);
+    if (e != cudaSuccess) return e;
+  }
+  if (device < kDevices)
+    known[device].store(supported ? resident + 1 : -1, std::memory_order_release);
   return cudaSuccess;
 }
 
@@ -175,7 +189,7 @@ cudaError_t prepare_staged(bool& supported) {
 /// start and load their tiles while the reset runs, instead of after it and a launch's gap.
 template <class Problem, int64_t kTile, bool kDependent, class Kernel>
 cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename Problem::Params& p,
-                         void* workspace, cudaStream_t stream) {
+                         void* workspace, const WavePace& pace, cudaStream_t stream) {
   using C = typename Problem::C;
   const TileGrid grid = TileGrid::of(p.sequences, p.span_bound, kTile);
   const TileStates<C> states = TileStates<C>::carve(workspace, grid.tiles, grid.groups);
@@ -196,12 +210,59 @@ cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename
     config.stream = stream;
     config.attrs = &attribute;
     config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, kernel, p, states, grid.chunks, grid.groups_per_sequence);
+    return cudaLaunchKernelEx(&config, kernel, p, states, grid.chunks, grid.groups_per_sequence,
+                              pace);
   } else {
     kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(
-        p, states, grid.chunks, grid.groups_per_sequence);
+        p, states, grid.chunks, grid.groups_per_sequence, pace);
     return cudaGetLastError();
   }
+}
+
+/// The device's peak memory bandwidth in bytes per nanosecond, from its memory clock and bus
+/// width (0 where the runtime gives neither). Asked once per device and remembered: the clock's
+/// query took about 0.6 ms on the H200 (a launch that waited on it measured 670 µs, not 120).
+inline cudaError_t peak_memory_bandwidth(int device, double& bytes_per_ns) {
+  constexpr int kDevices = 64;                   // devices beyond these are asked on every call
+  static std::atomic<uint32_t> known[kDevices];  // MB/s + 1 (0: not asked)
+  const uint32_t v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
+  if (v != 0) {
+    bytes_per_ns = (v - 1) * 1e-3;
+    return cudaSuccess;
+  }
+  int khz = 0, bits = 0;
+  cudaError_t e = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device);
+  if (e != cudaSuccess) return e;
+  const double mb_per_s = 2.0 * double(khz) * 1e-3 * (bits / 8);  // double data rate
+  const uint32_t stored = mb_per_s > 0 && mb_per_s < 4e9 ? static_cast<uint32_t>(mb_per_s) : 0;
+  if (device < kDevices) known[device].store(stored + 1, std::memory_order_release);
+  bytes_per_ns = stored * 1e-3;
+  return cudaSuccess;
+}
+
+/// The first wave's pace (WavePace, tile_lookback.cuh) for a policy P = Policy::kPolicy whose
+/// tiles of `Problem` load `P.tile()` elements of each of `kStreams` streams: the blocks resident
+/// at launch (`resident_per_sm` per multiprocessor) issue their loads at P.wave_pace of the
+/// device's peak memory bandwidth (not paced where it is not known).
+template <class Problem, int kStreams, class Policy>
+cudaError_t first_wave_pace(int resident_per_sm, WavePace& pace) {
+  constexpr LookbackPolicy P = Policy::kPolicy;
+  pace = WavePace{};
+  if constexpr (P.wave_pace > 0) {
+    int device = 0, sms = 0;
+    double peak = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) e = peak_memory_bandwidth(device, peak);
+    if (e != cudaSuccess) return e;
+    if (peak <= 0) return cudaSuccess;
+    const double tile_bytes =
+        double(P.tile()) * kStreams * double(sizeof(typename Problem::Storage));
+    pace.blocks = int64_t(resident_per_sm) * sms;
+    pace.ps_per_block = static_cast<uint32_t>(1e3 * tile_bytes / (P.wave_pace * peak));
+  }
+  return cudaSuccess;
 }
 
 /// Launches the multi-block path of `p` with policy `Policy::kPolicy` (`Fallback::kPolicy` where
@@ -217,12 +278,19 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
                                 sizeof(typename Problem::Storage));
     constexpr auto kKernel =
         staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks, P.unroll>();
-    bool supported = false;
-    if (const cudaError_t e = prepare_staged<kKernel, kShared>(supported); e != cudaSuccess)
+    int resident = 0;
+    if (const cudaError_t e = prepare_staged<kKernel, P.threads, kShared>(resident);
+        e != cudaSuccess)
       return e;
-    if (supported)
-      return launch_tiles<Problem, P.tile(), true>(kKernel, P.threads, kShared, p, workspace,
+    if (resident > 0) {
+      WavePace pace;
+      if (const cudaError_t e =
+              first_wave_pace<Problem, Problem::kStagedStreams, Policy>(resident, pace);
+          e != cudaSuccess)
+        return e;
+      return launch_tiles<Problem, P.tile(), true>(kKernel, P.threads, kShared, p, workspace, pace,
                                                    stream);
+    }
   }
   // Loads into registers: the policy itself, or where a staged one cannot stage, its fallback.
   // The scalar path holds kVec times more runs, too many for shared memory: it reloads.
@@ -233,7 +301,7 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
                                      : LookbackHold::kReload;
   return launch_tiles<Problem, F.tile(), false>(
       &lookback_kernel<Problem, F.threads, F.items, kFallbackMinBlocks, kHold>, F.threads, 0, p,
-      workspace, stream);
+      workspace, WavePace{}, stream);  // not paced: not measured
 }
 
 /// launch_lookback for `Problem<T, reverse, vector>` with the policy `plan` chose of `Lookback`.

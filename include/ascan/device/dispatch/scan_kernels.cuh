@@ -108,11 +108,13 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 /// The look-back takes longer than the tile's loads (bench/RESULTS.md has the phase profile), so
 /// throughput comes from tiles resident per multiprocessor. `kHold` says where the elements wait
 /// meanwhile: nowhere (reloaded from L2) or in shared memory, which lets four or five blocks
-/// stay resident per multiprocessor.
+/// stay resident per multiprocessor. The blocks of the first wave may be paced (`pace`,
+/// tile_lookback.cuh).
 template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
-                    const int64_t chunks, const int64_t groups) {
+                    const int64_t chunks, const int64_t groups, const WavePace pace) {
+  pace_first_wave(pace);
   using C = typename Problem::C;
   constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
@@ -167,15 +169,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 /// Stages `kVectors` 16-byte vectors of a warp's stretch of the sequence at `src` (grid position
 /// v at src[v], the stretch starting at `origin`) into shared `dst` with the warp's lanes, where
 /// the stretch reaches outside the sequence [lo, hi) (the bulk copies take whole stretches):
-/// whole vectors inside, elements at the edge, `fill` outside (nothing outside is read).
+/// whole vectors inside, elements at the edge, `fill` outside (nothing outside is read). A lane's
+/// loads go out kBatch at a time, all before their stores to shared memory: stored one by one,
+/// each load waited for the one before it, and a sequence's edge tile took 11-19 us instead of
+/// 5-7 under full load on the H200, which the whole grid then waited for (bench/RESULTS.md).
 template <int kVectors, class T, class C>
 __device__ __forceinline__ void stage_by_lanes(uint4* dst, const T* src, int64_t origin, int64_t lo,
                                                int64_t hi, C fill, int lane) {
   constexpr int kVec = static_cast<int>(16 / sizeof(T));
-  for (int j = lane; j < kVectors; j += kWarpThreads) {
-    alignas(16) T r[kVec];
-    load_vector<kVec>(src, origin + int64_t(j) * kVec, lo, hi, r, to_storage<T>(fill));
-    dst[j] = *reinterpret_cast<const uint4*>(r);
+  constexpr int kPerLane = (kVectors + kWarpThreads - 1) / kWarpThreads;
+  constexpr int kBatch = kPerLane < 8 ? kPerLane : 8;
+#pragma unroll
+  for (int first = 0; first < kPerLane; first += kBatch) {
+    uint4 v[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int j = lane + (first + i) * kWarpThreads;
+      alignas(16) T r[kVec];
+      if (first + i < kPerLane && j < kVectors) {
+        load_vector<kVec>(src, origin + int64_t(j) * kVec, lo, hi, r, to_storage<T>(fill));
+        v[i] = *reinterpret_cast<const uint4*>(r);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int j = lane + (first + i) * kWarpThreads;
+      if (first + i < kPerLane && j < kVectors) dst[j] = v[i];
+    }
   }
 }
 /// The way back: stores the elements of the staged stretch that lie inside [lo, hi).
@@ -207,12 +227,13 @@ __device__ __forceinline__ void unstage_by_lanes(T* dst, const uint4* src, int64
 ///      lookback_kernel does) and held there across the look-back (forward only).
 /// The look-back takes as long as a tile's loads, so throughput is the bytes resident per
 /// multiprocessor: shared memory gives about 200 KB of them, and the registers the few threads
-/// of a staged block do not need give the rest.
+/// of a staged block do not need give the rest. The blocks of the first wave are paced (`pace`,
+/// tile_lookback.cuh).
 template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks, int kUnroll>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_staged_kernel(const typename Problem::Params p,
                            const TileStates<typename Problem::C> tiles, const int64_t chunks,
-                           const int64_t groups) {
+                           const int64_t groups, const WavePace pace) {
   using C = typename Problem::C;
   using T = typename Problem::Storage;
   constexpr bool kReverse = Problem::kReverse;
@@ -237,6 +258,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   __shared__ typename Group::TempStorage storage;
   __shared__ C entering_slot;
 
+  pace_first_wave(pace);
   const int rank = static_cast<int>(threadIdx.x);
   const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
   const int64_t k = blockIdx.x / p.sequences;
@@ -254,11 +276,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   for (int s = 0; s < kStreams; ++s)
     slots[s] = staged + s * (kStagedSpan / kVec) + warp * kWarpVectors;
   constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
-  if (whole && lane == 0) {
-    arm_staging(&landed[warp], kStreams * kBytes);
+  if (whole) {
+    if (lane == 0) {
+      arm_staging(&landed[warp], kStreams * kBytes);
+#pragma unroll
+      for (int s = 0; s < kStreams; ++s)
+        stage(&landed[warp], slots[s], problem.staged_input(s) + origin, kBytes);
+    }
+  } else {
+    // Before the held runs' loads, while few registers are live (stage_by_lanes batches loads).
 #pragma unroll
     for (int s = 0; s < kStreams; ++s)
-      stage(&landed[warp], slots[s], problem.staged_input(s) + origin, kBytes);
+      stage_by_lanes<kWarpVectors>(slots[s], problem.staged_input(s), origin, problem.lo,
+                                   problem.hi, problem.staged_fill(s), lane);
   }
   typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
   // Whether all of this thread's held vectors lie inside the sequence: in every tile but the
@@ -291,16 +321,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     problem.convert(held[j], held_at(j), w);
     aggregate[1 + j] = thread_reduce<kReverse>(w.a, w.b);
   }
-  if (whole) {
-    __syncwarp();
-    wait_staged(&landed[warp]);
-  } else {
-#pragma unroll
-    for (int s = 0; s < kStreams; ++s)
-      stage_by_lanes<kWarpVectors>(slots[s], problem.staged_input(s), origin, problem.lo,
-                                   problem.hi, problem.staged_fill(s), lane);
-    __syncwarp();
-  }
+  __syncwarp();
+  if (whole) wait_staged(&landed[warp]);
   const auto view = problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, edges);
   // The staged loops below, for a Problem whose view tests elements against the sequence
   // (Problem::kStagedReadTests): on a path of their own where the warp's stretch lies inside

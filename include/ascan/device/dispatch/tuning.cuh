@@ -199,6 +199,9 @@ struct LookbackPolicy {
   /// them takes (0: all, fully unrolled). Less unrolling keeps the kernel's hot code within the
   /// instruction cache, where a tile's per-element code is long (16-bit forward).
   int unroll = 0;
+  /// kStaged: the pace of the first wave's loads, a fraction of the device's peak memory
+  /// bandwidth (0: not paced; WavePace, device/agent/tile_lookback.cuh).
+  double wave_pace = 0;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
@@ -319,10 +322,26 @@ struct LookbackTuning {
   ///   64x15+4 m7           438 / 124 / 224 / 213
   ///   (the first sweep, results/multiblock_occupancy_sweep_bf16*.json: 64x15+8 m7 and 64x13+8
   ///   m8, whose 8 held vectors spill at those block counts, 0-5% slower than 13 + 6)
+  ///
+  /// The first wave's loads are paced at 0.8 of the device's peak memory bandwidth (WavePace;
+  /// seventh session, H200, µs a call with pacing at 0 (none) / 8000 / 6000 / 5000 / 4250 / 3500
+  /// GB/s of tile input, a timeline build whose stamps cost a few µs, results/
+  /// multiblock_wave_pace_sweep.txt; the H200's peak is 4.9 TB/s):
+  ///
+  ///   bf16 fwd (1, 16, 2^22)   128.6 / 126.8 / 125.7 / 124.3 / 123.5 / 123.4
+  ///   bf16 bwd (1, 16, 2^22)   203.5 / 203.6 / 203.2 / 202.9 / 202.1 / 201.1
+  ///   f32 fwd (1, 16, 2^22)    224.4 / 220.4 / 219.6 / 218.6 / 217.5 / 218.1
+  ///   f32 bwd (1, 16, 2^22)    384.5 / 382.6 / 382.6 / 382.1 / 382.8 / 381.9
+  ///   bf16 fwd (2, 4, 2^24)    228.7 / 225.7 / 225.4 / 224.2 / 223.8 / 223.6
+  ///   bf16 fwd (1, 1, 2^28)    432.3 / 431.6 / 435.3 / 431.8 / 429.7 / 432.5
+  ///
+  /// Double and the short policies are not paced (not measured).
+  static constexpr double kPace = kBytes == 8 ? 0.0 : 0.8;
   static constexpr LookbackPolicy kForward =
-      kBytes == 8   ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
-      : kBytes == 2 ? LookbackPolicy{64, (13 + 6) * V, 8, 1.0, LookbackHold::kStaged, 6 * V, 2}
-                    : LookbackPolicy{64, (17 + 8) * V, 6, 2.0, LookbackHold::kStaged, 8 * V};
+      kBytes == 8 ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
+      : kBytes == 2
+          ? LookbackPolicy{64, (13 + 6) * V, 8, 1.0, LookbackHold::kStaged, 6 * V, 2, kPace}
+          : LookbackPolicy{64, (17 + 8) * V, 6, 2.0, LookbackHold::kStaged, 8 * V, 0, kPace};
   /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor, f32 and
   /// 16-bit. Until the sixth session the 16-bit tile was 128 x 6 at 6 (128 x 7 at 5 before): its
   /// staged reads tested every element against the sequence, a third of the kernel's
@@ -337,8 +356,8 @@ struct LookbackTuning {
   ///   64x5 m14   768 / 201 / 382 / 366
   ///   96x5 m9    951 / 229 / 450 / 430
   static constexpr LookbackPolicy kBackwardPolicy =
-      kBytes == 2 ? LookbackPolicy{64, 9 * V, 8, 6.0, LookbackHold::kStaged}
-                  : LookbackPolicy{64, 9 * V, 8, 1.5, LookbackHold::kStaged};
+      kBytes == 2 ? LookbackPolicy{64, 9 * V, 8, 6.0, LookbackHold::kStaged, 0, 0, kPace}
+                  : LookbackPolicy{64, 9 * V, 8, 1.5, LookbackHold::kStaged, 0, 0, kPace};
   static constexpr LookbackPolicy kPolicy = kBackward ? kBackwardPolicy : kForward;
   /// Calls whose sequences make fewer than kShortBelowTilesPerSm of kPolicy's tiles per
   /// multiprocessor (too few to fill the GPU a few times over) take kShortPolicy's smaller tiles.
