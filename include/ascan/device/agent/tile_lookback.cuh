@@ -131,8 +131,8 @@ struct TileStates {
 /// and the wave stays in step for a while after. Instead, block b of the first wave waits
 /// b * ps_per_block picoseconds after it starts before it loads: the wave's loads go out at
 /// about the rate memory serves them, the first tiles are stored while later ones still load, and
-/// the blocks leave the first wave one by one. On the H200 (bench/RESULTS.md) this made the
-/// long rows 2-6 us a call faster, the cost of the path over a copy falling by a fifth.
+/// the blocks leave the first wave one by one. On the H200 this made the long rows up to 10%
+/// faster (bf16 forward (1, 16, 2^22) 124 -> 112 us; dispatch/tuning.cuh, bench/RESULTS.md).
 struct WavePace {
   int64_t blocks = 0;         ///< the first wave: blocks 0 .. blocks-1 (0: not paced)
   uint32_t ps_per_block = 0;  ///< the delay between consecutive blocks' loads, picoseconds

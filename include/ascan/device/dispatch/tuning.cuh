@@ -323,19 +323,20 @@ struct LookbackTuning {
   ///   (the first sweep, results/multiblock_occupancy_sweep_bf16*.json: 64x15+8 m7 and 64x13+8
   ///   m8, whose 8 held vectors spill at those block counts, 0-5% slower than 13 + 6)
   ///
-  /// The first wave's loads are paced at 0.8 of the device's peak memory bandwidth (WavePace;
-  /// seventh session, H200, µs a call with pacing at 0 (none) / 8000 / 6000 / 5000 / 4250 / 3500
-  /// GB/s of tile input, a timeline build whose stamps cost a few µs, results/
-  /// multiblock_wave_pace_sweep.txt; the H200's peak is 4.9 TB/s):
+  /// The first wave's loads are paced at 0.8 of the device's peak memory bandwidth (WavePace,
+  /// seventh session; the H200's peak is 4.9 TB/s). µs on the four long rows, (1, 1, 2^28) /
+  /// (1, 16, 2^22) / (2, 4, 2^24) / (1, 128, 2^20) (--ascan_tune_multi, 7 launches,
+  /// results/multiblock_wave_pace_tune.json):
   ///
-  ///   bf16 fwd (1, 16, 2^22)   128.6 / 126.8 / 125.7 / 124.3 / 123.5 / 123.4
-  ///   bf16 bwd (1, 16, 2^22)   203.5 / 203.6 / 203.2 / 202.9 / 202.1 / 201.1
-  ///   f32 fwd (1, 16, 2^22)    224.4 / 220.4 / 219.6 / 218.6 / 217.5 / 218.1
-  ///   f32 bwd (1, 16, 2^22)    384.5 / 382.6 / 382.6 / 382.1 / 382.8 / 381.9
-  ///   bf16 fwd (2, 4, 2^24)    228.7 / 225.7 / 225.4 / 224.2 / 223.8 / 223.6
-  ///   bf16 fwd (1, 1, 2^28)    432.3 / 431.6 / 435.3 / 431.8 / 429.7 / 432.5
+  ///                not paced               paced at 0.7            at 0.8 (the policy)
+  ///   f32 fwd      824 / 230 / 405 / 442   -                       805 / 208 / 399 / 404
+  ///   f32 bwd     1456 / 392 / 711 / 691  1456 / 360 / 709 / 689  1453 / 360 / 709 / 688
+  ///   bf16 fwd     419 / 124 / 212 / 208   408 / 113 / 208 / 204   408 / 112 / 207 / 203
+  ///   bf16 bwd     747 / 203 / 366 / 349   741 / 187 / 361 / 348   745 / 187 / 363 / 348
   ///
-  /// Double and the short policies are not paced (not measured).
+  /// (0.9: within 4 µs of 0.8 on every row.) On the six short shapes of the same sweep, at most
+  /// 1.8 µs slower (f32 forward 1x32x2^16, 18.7 -> 20.5) and up to 4 µs faster. Double and the
+  /// short policies are not paced (not measured).
   static constexpr double kPace = kBytes == 8 ? 0.0 : 0.8;
   static constexpr LookbackPolicy kForward =
       kBytes == 8 ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
