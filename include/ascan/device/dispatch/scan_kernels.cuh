@@ -376,6 +376,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         problem.template store<decltype(inside)::value>(w, held_at(j));
       }
     };
+    // The same two-path dispatch as the held loads' and on_staged_path, written out at each
+    // site: one helper for all three compiled every forward kernel differently (cuobjdump, seventh
+    // session; the staged loops alone through it were identical), and this kernel's speed
+    // follows its code's layout (the instruction cache, bench/RESULTS.md). Not measured.
     if (held_inside)
       scan_held(std::true_type{});
     else
