@@ -221,7 +221,7 @@ cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename
 
 /// The device's peak memory bandwidth in bytes per nanosecond, from its memory clock and bus
 /// width (0 where the runtime gives neither). Asked once per device and remembered: the clock's
-/// query took about 0.6 ms on the H200 (a launch that waited on it measured 670 µs, not 120).
+/// query takes 0.35-0.7 ms on the H200 (a call that waited on it measured 672 µs, not 115).
 inline cudaError_t peak_memory_bandwidth(int device, double& bytes_per_ns) {
   constexpr int kDevices = 64;                   // devices beyond these are asked on every call
   static std::atomic<uint32_t> known[kDevices];  // MB/s + 1 (0: not asked)
