@@ -730,10 +730,10 @@ using ForwardCandidates = std::tuple<LookbackCandidate<T, 64, 17, 6, kStaged, 8>
                                      LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 70>,
                                      LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 80>,
                                      LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 90>,
-    LookbackCandidate<T, 64, 13, 8, kStaged, 4, 2, 80>,
-    LookbackCandidate<T, 64, 11, 8, kStaged, 4, 2, 80>,
-    LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2, 80>,
-    LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>>;
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 4, 2, 80>,
+                                     LookbackCandidate<T, 64, 11, 8, kStaged, 4, 2, 80>,
+                                     LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2, 80>,
+                                     LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>>;
 template <class T>
 using BackwardCandidates = std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
                                       LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,

@@ -144,7 +144,7 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   return Status::success();
 }
 
-/// Whether the staged kernel `kKernel` runs on the current device (compiled for sm_90 or later)
+/// Whether the staged kernel `kKernel` runs on `device` (compiled for sm_90 or later)
 /// and how many of its blocks (`kThreads` threads, `kSharedBytes` of dynamic shared memory) a
 /// multiprocessor holds: `resident`, 0 where it does not run. Asked of the runtime once per
 /// kernel and device, then remembered. The dynamic shared memory allowance is raised to
@@ -152,12 +152,10 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
 /// that does not synchronize: the setting does not survive cudaDeviceReset; of the library's own
 /// policies, only double's forward tile needs it).
 template <auto kKernel, int kThreads, int kSharedBytes>
-cudaError_t prepare_staged(int& resident) {
+cudaError_t prepare_staged(int device, int& resident) {
   constexpr int kDevices = 64;              // devices beyond these are asked on every launch
   static std::atomic<int> known[kDevices];  // 0 not asked, -1 does not run, else resident + 1
-  int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
+  cudaError_t e = cudaSuccess;
   const auto allow_shared = [] {
     return kSharedBytes > 48 * 1024
                ? cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -184,12 +182,13 @@ cudaError_t prepare_staged(int& resident) {
 
 /// Carves the tile states of `p` in tiles of `kTile` from `workspace`, zeroes their status words
 /// (reset_tile_states) and launches `kernel` (one block per tile, `shared` bytes of dynamic
-/// shared memory). `kDependent`: the kernel waits for the reset itself, before its look-back
-/// (wait_for_prior_grid), so it goes out as a programmatic dependent launch (sm_90): its blocks
-/// start and load their tiles while the reset runs, instead of after it and a launch's gap.
-template <class Problem, int64_t kTile, bool kDependent, class Kernel>
+/// shared memory; `more`: the kernel's arguments after the tile states). `kDependent`: the kernel
+/// waits for the reset itself, before its look-back (wait_for_prior_grid), so it goes out as a
+/// programmatic dependent launch (sm_90): its blocks start and load their tiles while the reset
+/// runs, instead of after it and a launch's gap.
+template <class Problem, int64_t kTile, bool kDependent, class Kernel, class... More>
 cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename Problem::Params& p,
-                         void* workspace, const WavePace& pace, cudaStream_t stream) {
+                         void* workspace, cudaStream_t stream, const More&... more) {
   using C = typename Problem::C;
   const TileGrid grid = TileGrid::of(p.sequences, p.span_bound, kTile);
   const TileStates<C> states = TileStates<C>::carve(workspace, grid.tiles, grid.groups);
@@ -211,10 +210,10 @@ cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename
     config.attrs = &attribute;
     config.numAttrs = 1;
     return cudaLaunchKernelEx(&config, kernel, p, states, grid.chunks, grid.groups_per_sequence,
-                              pace);
+                              more...);
   } else {
     kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(
-        p, states, grid.chunks, grid.groups_per_sequence, pace);
+        p, states, grid.chunks, grid.groups_per_sequence, more...);
     return cudaGetLastError();
   }
 }
@@ -241,24 +240,23 @@ inline cudaError_t peak_memory_bandwidth(int device, double& bytes_per_ns) {
   return cudaSuccess;
 }
 
-/// The first wave's pace (WavePace, tile_lookback.cuh) for a policy P = Policy::kPolicy whose
-/// tiles of `Problem` load `P.tile()` elements of each of `kStreams` streams: the blocks resident
-/// at launch (`resident_per_sm` per multiprocessor) issue their loads at P.wave_pace of the
-/// device's peak memory bandwidth (not paced where it is not known).
-template <class Problem, int kStreams, class Policy>
-cudaError_t first_wave_pace(int resident_per_sm, WavePace& pace) {
+/// The first wave's pace (WavePace, tile_lookback.cuh) on `device` for the staged tiles of policy
+/// P = Policy::kPolicy, which load P.tile() elements of each of Problem::kStagedStreams streams:
+/// the blocks resident at launch (`resident_per_sm` per multiprocessor) issue their loads at
+/// P.wave_pace of the device's peak memory bandwidth (not paced where it is not known).
+template <class Problem, class Policy>
+cudaError_t first_wave_pace(int device, int resident_per_sm, WavePace& pace) {
   constexpr LookbackPolicy P = Policy::kPolicy;
   pace = WavePace{};
   if constexpr (P.wave_pace > 0) {
-    int device = 0, sms = 0;
+    int sms = 0;
     double peak = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (e == cudaSuccess) e = peak_memory_bandwidth(device, peak);
     if (e != cudaSuccess) return e;
     if (peak <= 0) return cudaSuccess;
     const double tile_bytes =
-        double(P.tile()) * kStreams * double(sizeof(typename Problem::Storage));
+        double(P.tile()) * Problem::kStagedStreams * double(sizeof(typename Problem::Storage));
     const double ps = 1e3 * tile_bytes / (P.wave_pace * peak);
     const int64_t blocks = int64_t(resident_per_sm) * sms;
     // A pace that would hold the wave back over 100 µs (8-11 µs on the H200) means a
@@ -283,19 +281,16 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
                                 sizeof(typename Problem::Storage));
     constexpr auto kKernel =
         staged_kernel<Problem, P.threads, P.items, P.register_items, kMinBlocks, P.unroll>();
-    int resident = 0;
-    if (const cudaError_t e = prepare_staged<kKernel, P.threads, kShared>(resident);
-        e != cudaSuccess)
-      return e;
-    if (resident > 0) {
-      WavePace pace;
-      if (const cudaError_t e =
-              first_wave_pace<Problem, Problem::kStagedStreams, Policy>(resident, pace);
-          e != cudaSuccess)
-        return e;
-      return launch_tiles<Problem, P.tile(), true>(kKernel, P.threads, kShared, p, workspace, pace,
-                                                   stream);
-    }
+    int device = 0, resident = 0;
+    WavePace pace;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = prepare_staged<kKernel, P.threads, kShared>(device, resident);
+    if (e == cudaSuccess && resident > 0)
+      e = first_wave_pace<Problem, Policy>(device, resident, pace);
+    if (e != cudaSuccess) return e;
+    if (resident > 0)
+      return launch_tiles<Problem, P.tile(), true>(kKernel, P.threads, kShared, p, workspace,
+                                                   stream, pace);
   }
   // Loads into registers: the policy itself, or where a staged one cannot stage, its fallback.
   // The scalar path holds kVec times more runs, too many for shared memory: it reloads.
@@ -306,7 +301,7 @@ cudaError_t launch_lookback(const typename Problem::Params& p, void* workspace,
                                      : LookbackHold::kReload;
   return launch_tiles<Problem, F.tile(), false>(
       &lookback_kernel<Problem, F.threads, F.items, kFallbackMinBlocks, kHold>, F.threads, 0, p,
-      workspace, WavePace{}, stream);  // not paced: not measured
+      workspace, stream);
 }
 
 /// launch_lookback for `Problem<T, reverse, vector>` with the policy `plan` chose of `Lookback`.

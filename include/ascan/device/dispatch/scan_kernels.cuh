@@ -108,13 +108,11 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 /// The look-back takes longer than the tile's loads (bench/RESULTS.md has the phase profile), so
 /// throughput comes from tiles resident per multiprocessor. `kHold` says where the elements wait
 /// meanwhile: nowhere (reloaded from L2) or in shared memory, which lets four or five blocks
-/// stay resident per multiprocessor. The blocks of the first wave may be paced (`pace`,
-/// tile_lookback.cuh).
+/// stay resident per multiprocessor.
 template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
-                    const int64_t chunks, const int64_t groups, const WavePace pace) {
-  pace_first_wave(pace);
+                    const int64_t chunks, const int64_t groups) {
   using C = typename Problem::C;
   constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
