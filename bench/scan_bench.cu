@@ -14,8 +14,8 @@
 // gates, states, grad_out; write grad_gates, grad_tokens) and a scan row (ascan::scan_backward).
 // Scan rows call the two-phase entry points (size query, workspace allocated before timing), so
 // the library's full dispatch runs: the few-long-sequence rows ((1, 1, 2^28), (1, 16, 2^22),
-// (2, 4, 2^24), (1, 128, 2^20)) take the multi-block path where the dispatch picks it, and then
-// their time includes zeroing its tile states.
+// (2, 4, 2^24), (1, 128, 2^20)) take the multi-block path where the dispatch picks it (its tile
+// states need no zeroing outside a graph capture; device/agent/tile_lookback.cuh).
 //
 // --ascan_shapes=BxCxT[,BxCxT...] registers the forward and backward rows of those shapes (f32
 // and bf16) in place of the standard grid: any shape, measured the same way.

@@ -1147,6 +1147,82 @@ TYPED_TEST(ScanTest, SmallWorkspaceRules) {
   }
 }
 
+/// New inputs in the buffers of `r` (same shape, same pointers), outputs poisoned again.
+template <class T>
+void redraw(Run<T>& r, Rng& rng) {
+  const Case& c = r.c;
+  ASSERT_FALSE(c.in_place);
+  for_each_sequence(c, [&](int64_t, int64_t, int64_t base, int64_t s) {
+    for (int64_t t = 0; t < c.length; ++t) {
+      r.gates[base + t] = from_double<T>(draw_gate(rng, c.gates));
+      r.tokens[base + t] = from_double<T>(draw_token(rng));
+    }
+    if (c.initial_state) r.h0[s] = from_double<T>(rng.uniform(-1.0, 1.0));
+  });
+  ASSERT_TRUE(r.gates_d.upload(r.gates, c.gates_offset));
+  ASSERT_TRUE(r.tokens_d.upload(r.tokens, c.tokens_offset));
+  if (c.initial_state) ASSERT_TRUE(r.h0_d.upload(r.h0));
+  ASSERT_TRUE(r.out_d.poison());
+  if (c.final_state) ASSERT_TRUE(r.final_d.poison());
+  ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after redraw)"));
+}
+
+/// One call's look-back records never count in another's. The same workspace serves three calls
+/// on new inputs each, back to back; and a CUDA graph of the call, replayed three times with new
+/// inputs each time (a graph replays the call's tag, so there the records are zeroed first). Every
+/// output is checked. A call that took the records its predecessor left as its own would fold the
+/// old inputs' aggregates into the new outputs.
+TYPED_TEST(ScanTest, SmallWorkspaceReuse) {
+  using T = TypeParam;
+  for (Via via : {Via::kMultiBlock, Via::kMultiBlockRegisters})
+    for (bool graph : {false, true}) {
+      Case c = shape_case(140009, 1, 2);  // past two groups of tiles per sequence
+      c.via = via;
+      c.gates = Gates::kNearOne;
+      c.initial_state = c.final_state = true;
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed_note(c.describe(), seed) + (graph ? ", graph replays" : ", calls"));
+      Rng rng(seed);
+      Run<T> r;
+      ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+      Stream stream;
+      ASSERT_TRUE(stream.create());
+      size_t bytes = 0;
+      ASSERT_TRUE(entry_small_tiles(via, r.args, nullptr, bytes, stream.get()).ok());
+      DeviceBuffer<unsigned char> ws;
+      ASSERT_TRUE(ws.allocate(bytes));
+      ASSERT_TRUE(ws.poison());
+      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+      cudaGraphExec_t exec = nullptr;
+      if (graph) {
+        ASSERT_TRUE(cuda_ok(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal),
+                            "cudaStreamBeginCapture"));
+        const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
+        cudaGraph_t g = nullptr;
+        const cudaError_t e = cudaStreamEndCapture(stream.get(), &g);
+        ASSERT_TRUE(st.ok()) << "captured scan failed: " << st.message;
+        ASSERT_TRUE(cuda_ok(e, "cudaStreamEndCapture"));
+        const cudaError_t f = cudaGraphInstantiate(&exec, g, 0);
+        (void)cudaGraphDestroy(g);
+        ASSERT_TRUE(cuda_ok(f, "cudaGraphInstantiate"));
+      }
+      for (int k = 0; k < 3; ++k) {
+        SCOPED_TRACE("run " + std::to_string(k + 1));
+        if (k > 0) ASSERT_NO_FATAL_FAILURE(redraw(r, rng));
+        if (graph) {
+          ASSERT_TRUE(cuda_ok(cudaGraphLaunch(exec, stream.get()), "cudaGraphLaunch"));
+        } else {
+          const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
+          ASSERT_TRUE(st.ok()) << st.message;
+        }
+        ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize"));
+        ASSERT_TRUE(no_pending_cuda_error());
+        ASSERT_NO_FATAL_FAILURE(verify(r));
+      }
+      if (exec != nullptr) ASSERT_TRUE(cuda_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy"));
+    }
+}
+
 /// The library's own choice (the workspace entry point) on shapes with too few sequences to fill
 /// the GPU: (1, 1, T) and (1, 16, T) up to T = 2^24, odd lengths, gates near 1, exactly 1 and
 /// exactly 0, with states; and the plain and malloc_async entry points on the same kind of shape.

@@ -35,12 +35,22 @@
 // or three reads in flight per waiting lane, or issuing them before the tile's own scan, measured
 // 2-8% slower.
 //
-// Memory ordering: a float record is written with one 16-byte relaxed store and read with one
-// 16-byte relaxed load (CUB's ScanTileState relies on the same single-access rule for values of
-// up to 8 bytes). A double record is written with plain stores and then its status with a
-// release store (st.release.gpu); readers load the status with an acquire load first. Tile k of a
+// Memory ordering: a float record's word is written with one 16-byte relaxed store and read with
+// one 16-byte relaxed load (CUB's ScanTileState relies on the same single-access rule for values
+// of up to 8 bytes). A double record's payload is written with plain stores and then its tag with
+// a release store (st.release.gpu); readers load the tag with an acquire load first. Tile k of a
 // sequence waits only on its tiles k' < k, which lower-numbered blocks scan (dispatch/
 // scan_kernels.cuh) and the hardware starts first.
+//
+// Which records are this call's: each call has a 64-bit tag (CallTag, dispatch/dispatch.cuh:
+// process-wide unique, from a randomly seeded counter), and a record counts as published only
+// when it carries this call's tag, in the same 16-byte word as the payload (float) or as the
+// word released after it (double). Nothing is zeroed before a launch: the records the last call
+// left, or whatever the workspace held, carry other tags. Zeroing them cost a kernel of its own
+// in front of every call, and that launch about 2 us of each call's time on the H200 (the scan
+// kernel's first block started 2.9 us after the call began with it, 0.9 without;
+// bench/RESULTS.md). A call captured into a CUDA graph replays its tag, so there the records are
+// zeroed first (reset_tile_states), as before.
 #pragma once
 
 #include <cstddef>
@@ -51,12 +61,11 @@
 namespace ascan {
 namespace detail {
 
-/// What a tile or a group of tiles has published (0: nothing yet; the records are zeroed before
-/// a launch).
+/// What a tile or a group of tiles has published, as look_back reads it.
 enum TileStatus : uint32_t {
-  kTileEmpty = 0,
+  kTileEmpty = 0,      ///< nothing of this call
   kTileAggregate = 1,  ///< its aggregate
-  kTileInclusive = 2,  ///< (groups) its aggregate and the state after it
+  kTileInclusive = 2,  ///< (groups) the state after it
 };
 
 /// Tiles per group: one per lane of the warp that looks back.
@@ -69,38 +78,46 @@ constexpr int kTilesPerGroup = 32;
 /// about a fifth of that; bench/RESULTS.md).
 constexpr int kRecordBytes = 128;
 
-/// What a tile publishes: its aggregate. For float the status shares the first 16-byte word,
-/// which is written and read with one vector access, so no fence orders the two (CUB's
-/// ScanTileState does the same for values of up to 8 bytes); for double the status is a separate
-/// word, written with release semantics after the aggregate and read with acquire semantics
-/// before it.
+/// What a tile publishes: its aggregate and the call's tag. For float the two are one 16-byte
+/// word, written and read with one vector access, so no fence orders them (CUB's ScanTileState
+/// does the same for values of up to 8 bytes); for double the tag is written with release
+/// semantics after the aggregate and read with acquire semantics before it.
 template <class C>
 struct alignas(kRecordBytes) TileRecord {
   Affine<C> aggregate;
-  uint32_t status;
+  uint64_t tag;
 };
-/// What a group of tiles publishes: its aggregate, then also the state after it (same rules).
+/// What a group of tiles publishes: its aggregate with the tag, then the state after it with the
+/// tag again (two words, same rules; the first group publishes only its state, at once). A group
+/// whose state carries the call's tag is inclusive; readers of a state need nothing else of it.
 template <class C>
 struct alignas(kRecordBytes) GroupRecord {
   Affine<C> aggregate;
+  uint64_t tag;
   C state;
-  uint32_t status;
+  alignas(8) uint64_t state_tag;
 };
-static_assert(sizeof(Affine<float>) + sizeof(float) + sizeof(uint32_t) == 16 &&
+static_assert(sizeof(Affine<float>) + sizeof(uint64_t) == 16 &&
+                  offsetof(TileRecord<float>, tag) == 8 &&
+                  offsetof(GroupRecord<float>, state) == 16 &&
+                  offsetof(GroupRecord<float>, state_tag) == 24 &&
+                  offsetof(GroupRecord<double>, state_tag) + 8 <= 48 &&
                   sizeof(TileRecord<float>) == kRecordBytes &&
                   sizeof(GroupRecord<float>) == kRecordBytes &&
                   sizeof(TileRecord<double>) == kRecordBytes &&
                   sizeof(GroupRecord<double>) == kRecordBytes &&
                   alignof(TileRecord<float>) == kRecordBytes,
-              "a float record's payload is one 16-byte word; every record is one line");
+              "a float record's words are 16 bytes each, every tag is in a record's first 48 "
+              "bytes, every record is one line");
 
 /// The scratch of the multi-block path, carved from the caller's workspace: one record per tile
-/// and one per group of kTilesPerGroup tiles. Every record's status is zeroed before a launch
-/// (reset_tile_states).
+/// and one per group of kTilesPerGroup tiles, and the call's tag (see "Which records are this
+/// call's" above).
 template <class C>
 struct TileStates {
   TileRecord<C>* tiles;
   GroupRecord<C>* groups;
+  uint64_t tag;
 
   static constexpr size_t kAlign = kRecordBytes;
   /// Bytes of records at the (aligned) start of the workspace.
@@ -117,11 +134,13 @@ struct TileStates {
     const auto p = reinterpret_cast<uintptr_t>(workspace);
     return reinterpret_cast<void*>((p + kAlign - 1) / kAlign * kAlign);
   }
-  /// Carves the records from a workspace of at least bytes(tiles, groups) bytes.
-  static TileStates carve(void* workspace, int64_t tiles, int64_t groups) {
+  /// Carves the records from a workspace of at least bytes(tiles, groups) bytes, for the call
+  /// tagged `tag`.
+  static TileStates carve(void* workspace, int64_t tiles, int64_t groups, uint64_t tag) {
     TileStates s;
     s.tiles = static_cast<TileRecord<C>*>(align(workspace));
     s.groups = reinterpret_cast<GroupRecord<C>*>(s.tiles + tiles);
+    s.tag = tag;
     return s;
   }
 };
@@ -140,13 +159,13 @@ struct WavePace {
 
 #if defined(__CUDACC__)
 
-__device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+__device__ __forceinline__ uint64_t load_acquire(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void store_release(uint32_t* p, uint32_t v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ void store_release(uint64_t* p, uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ void store_relaxed_16(void* p, uint32_t x, uint32_t y, uint32_t z,
                                                  uint32_t w) {
@@ -162,11 +181,18 @@ __device__ __forceinline__ uint4 load_relaxed_16(const void* p) {
                : "memory");
   return v;
 }
+__device__ __forceinline__ uint32_t low_word(uint64_t v) { return static_cast<uint32_t>(v); }
+__device__ __forceinline__ uint32_t high_word(uint64_t v) { return static_cast<uint32_t>(v >> 32); }
+/// Whether the last two 32-bit words of a float record's word are `tag`.
+__device__ __forceinline__ bool tagged(const uint4& v, uint64_t tag) {
+  return v.z == low_word(tag) && v.w == high_word(tag);
+}
 
-/// Zeroes the status of `records` look-back records from `first` (tile records, then group
-/// records: both kRecordBytes apart), the first 32 bytes of each, which hold every status word
-/// (float: in the first 16-byte word; double: at byte 16 or 24). The scan kernel launched after
-/// it may start at once (a programmatic dependent launch) and waits for it before its look-back.
+/// Zeroes the tags of `records` look-back records from `first` (tile records, then group
+/// records: both kRecordBytes apart), the first 48 bytes of each, which hold every tag. Only
+/// for calls captured into a graph, whose tag repeats from replay to replay (see "Which records
+/// are this call's" above). The scan kernel launched after it may start at once (a programmatic
+/// dependent launch) and waits for it before its look-back.
 template <class C>
 __global__ void __launch_bounds__(256) reset_tile_states(TileRecord<C>* first, int64_t records) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -178,6 +204,7 @@ __global__ void __launch_bounds__(256) reset_tile_states(TileRecord<C>* first, i
        r += int64_t(gridDim.x) * blockDim.x) {
     words[r * kWords] = make_uint4(0, 0, 0, 0);
     words[r * kWords + 1] = make_uint4(0, 0, 0, 0);
+    words[r * kWords + 2] = make_uint4(0, 0, 0, 0);
   }
 }
 /// Waits until the grid launched before this one in the stream has completed and its writes are
@@ -213,55 +240,87 @@ __device__ __forceinline__ double advance_state(const Affine<double>& f, double 
 }
 
 /// Publishes a tile's aggregate (one thread).
-__device__ __forceinline__ void publish(TileRecord<float>* r, const Affine<float>& f) {
-  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), kTileAggregate, 0u);
+__device__ __forceinline__ void publish(TileRecord<float>* r, const Affine<float>& f,
+                                        uint64_t tag) {
+  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), low_word(tag), high_word(tag));
 }
-__device__ __forceinline__ void publish(TileRecord<double>* r, const Affine<double>& f) {
+__device__ __forceinline__ void publish(TileRecord<double>* r, const Affine<double>& f,
+                                        uint64_t tag) {
   r->aggregate = f;
-  store_release(&r->status, kTileAggregate);
+  store_release(&r->tag, tag);
 }
-/// Publishes a group's aggregate, and with kTileInclusive the state after it (one thread).
-__device__ __forceinline__ void publish(GroupRecord<float>* r, const Affine<float>& f, float state,
-                                        uint32_t status) {
-  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), __float_as_uint(state), status);
+/// Publishes a group's aggregate (one thread).
+__device__ __forceinline__ void publish(GroupRecord<float>* r, const Affine<float>& f,
+                                        uint64_t tag) {
+  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), low_word(tag), high_word(tag));
 }
 __device__ __forceinline__ void publish(GroupRecord<double>* r, const Affine<double>& f,
-                                        double state, uint32_t status) {
+                                        uint64_t tag) {
   r->aggregate = f;
+  store_release(&r->tag, tag);
+}
+/// Publishes the state after a group whose aggregate this thread has published (one thread).
+__device__ __forceinline__ void publish_state(GroupRecord<float>* r, float state, uint64_t tag) {
+  store_relaxed_16(&r->state, __float_as_uint(state), 0u, low_word(tag), high_word(tag));
+}
+__device__ __forceinline__ void publish_state(GroupRecord<double>* r, double state, uint64_t tag) {
   r->state = state;
-  store_release(&r->status, status);
+  store_release(&r->state_tag, tag);
 }
 
-/// Reads a tile's aggregate into `f` if it is published; returns whether it was.
-__device__ __forceinline__ bool try_read(const TileRecord<float>* r, Affine<float>& f) {
+/// Reads a tile's aggregate into `f` if this call's is published; returns whether it was.
+__device__ __forceinline__ bool try_read(const TileRecord<float>* r, uint64_t tag,
+                                         Affine<float>& f) {
   const uint4 v = load_relaxed_16(r);
-  if (v.z == kTileEmpty) return false;
+  if (!tagged(v, tag)) return false;
   f = {__uint_as_float(v.x), __uint_as_float(v.y)};
   return true;
 }
-__device__ __forceinline__ bool try_read(const TileRecord<double>* r, Affine<double>& f) {
-  if (load_acquire(&r->status) == kTileEmpty) return false;
+__device__ __forceinline__ bool try_read(const TileRecord<double>* r, uint64_t tag,
+                                         Affine<double>& f) {
+  if (load_acquire(&r->tag) != tag) return false;
   f = r->aggregate;
   return true;
 }
-/// Reads a group's record if anything is published; returns its status.
-__device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, Affine<float>& f,
-                                             float& state) {
+/// Reads a group's record as far as this call has published it; returns its status: inclusive
+/// where its state is published (into `state`; its aggregate, published before, may not be
+/// visible yet, and whoever finds a state needs only the state), else aggregate where that is
+/// (into `f`).
+__device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, uint64_t tag,
+                                             Affine<float>& f, float& state) {
   const uint4 v = load_relaxed_16(r);
-  if (v.w != kTileEmpty) {
-    f = {__uint_as_float(v.x), __uint_as_float(v.y)};
-    state = __uint_as_float(v.z);
+  const uint4 u = load_relaxed_16(&r->state);
+  if (tagged(u, tag)) {
+    state = __uint_as_float(u.x);
+    return kTileInclusive;
   }
-  return v.w;
+  if (!tagged(v, tag)) return kTileEmpty;
+  f = {__uint_as_float(v.x), __uint_as_float(v.y)};
+  return kTileAggregate;
 }
-__device__ __forceinline__ uint32_t try_read(const GroupRecord<double>* r, Affine<double>& f,
-                                             double& state) {
-  const uint32_t status = load_acquire(&r->status);
-  if (status != kTileEmpty) {
-    f = r->aggregate;
+__device__ __forceinline__ uint32_t try_read(const GroupRecord<double>* r, uint64_t tag,
+                                             Affine<double>& f, double& state) {
+  if (load_acquire(&r->state_tag) == tag) {
     state = r->state;
+    return kTileInclusive;
   }
-  return status;
+  if (load_acquire(&r->tag) != tag) return kTileEmpty;
+  f = r->aggregate;
+  return kTileAggregate;
+}
+/// Reads a group's aggregate into `f` if this call's is published; returns whether it was.
+__device__ __forceinline__ bool try_read_aggregate(const GroupRecord<float>* r, uint64_t tag,
+                                                   Affine<float>& f) {
+  const uint4 v = load_relaxed_16(r);
+  if (!tagged(v, tag)) return false;
+  f = {__uint_as_float(v.x), __uint_as_float(v.y)};
+  return true;
+}
+__device__ __forceinline__ bool try_read_aggregate(const GroupRecord<double>* r, uint64_t tag,
+                                                   Affine<double>& f) {
+  if (load_acquire(&r->tag) != tag) return false;
+  f = r->aggregate;
+  return true;
 }
 
 /// Called by all lanes of a warp: spins until every lane's `ready` is true, calling `poll()` on
@@ -293,7 +352,8 @@ __device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t 
     const int64_t g = top - lane;
     bool ready = g < first;
     status = kTileEmpty;
-    poll_all(ready, [&] { ready = (status = try_read(s.groups + g, map, state)) != kTileEmpty; });
+    poll_all(ready,
+             [&] { ready = (status = try_read(s.groups + g, s.tag, map, state)) != kTileEmpty; });
     found = __ballot_sync(0xffffffffu, status == kTileInclusive);
   }
   const int nearest = __ffs(found) - 1;
@@ -305,8 +365,7 @@ __device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t 
   for (top += kWarpThreads; top <= last; top += kWarpThreads) {
     const int64_t g = top - lane;
     bool ready = false;
-    C unused;
-    poll_all(ready, [&] { ready = try_read(s.groups + g, map, unused) != kTileEmpty; });
+    poll_all(ready, [&] { ready = try_read_aggregate(s.groups + g, s.tag, map); });
     for (int l = kWarpThreads - 1; l >= 0; --l)
       result = advance_state(lane_group_broadcast<kWarpThreads>(map, l), result);
   }
@@ -334,7 +393,7 @@ __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_til
   const int i = static_cast<int>(k % kTilesPerGroup);
   const bool closes = i == kTilesPerGroup - 1;
   const TileRecord<C>* group_tiles = s.tiles + first_tile + m * kTilesPerGroup;
-  if (lane == 0) publish(s.tiles + first_tile + k, own);
+  if (lane == 0) publish(s.tiles + first_tile + k, own, s.tag);
 
   // Lane l: x = tile 32m+l of this group (lanes < i; this tile's own at lane i; identity above),
   // y = tile 32(m-1)+l, and group m-2-l's record.
@@ -346,22 +405,23 @@ __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_til
   bool have_x = lane >= i, have_y = m < 1, have_g = m < 2 || g < first_group;
   Affine<C> group_map = affine_identity<C>();
   if (closes) {
-    poll_all(have_x, [&] { have_x = try_read(group_tiles + lane, x); });
+    poll_all(have_x, [&] { have_x = try_read(group_tiles + lane, s.tag, x); });
     group_map = lane_group_broadcast<kWarpThreads>(
         lane_group_inclusive_scan<kWarpThreads, false>(x, lane), kWarpThreads - 1);
     if (lane == 0) {
-      if (m == 0)  // the first group goes out with its state at once (see state_after_groups)
-        publish(s.groups + first_group, group_map, advance_state(group_map, initial),
-                kTileInclusive);
+      // The first group goes out with its state at once, and only with it: never an aggregate
+      // alone (see state_after_groups; no one reads its aggregate).
+      if (m == 0)
+        publish_state(s.groups + first_group, advance_state(group_map, initial), s.tag);
       else
-        publish(s.groups + first_group + m, group_map, C(0), kTileAggregate);
+        publish(s.groups + first_group + m, group_map, s.tag);
     }
   }
   bool ready = have_x && have_y && have_g;
   poll_all(ready, [&] {
-    if (!have_x) have_x = try_read(group_tiles + lane, x);
-    if (!have_y) have_y = try_read(group_tiles - kTilesPerGroup + lane, y);
-    if (!have_g) have_g = (status = try_read(s.groups + g, map, state)) != kTileEmpty;
+    if (!have_x) have_x = try_read(group_tiles + lane, s.tag, x);
+    if (!have_y) have_y = try_read(group_tiles - kTilesPerGroup + lane, s.tag, y);
+    if (!have_g) have_g = (status = try_read(s.groups + g, s.tag, map, state)) != kTileEmpty;
     ready = have_x && have_y && have_g;
   });
 
@@ -376,8 +436,7 @@ __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_til
     before = advance_state(previous_map, before_previous);
   }
   if (closes && lane == 0 && m >= 1)
-    publish(s.groups + first_group + m, group_map, advance_state(group_map, before),
-            kTileInclusive);
+    publish_state(s.groups + first_group + m, advance_state(group_map, before), s.tag);
   return i > 0 ? advance_state(lane_group_broadcast<kWarpThreads>(in_group, i - 1), before)
                : before;
 }

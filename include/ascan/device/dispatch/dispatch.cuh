@@ -22,8 +22,10 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <type_traits>
 
 #include "../agent/tile_lookback.cuh"
@@ -180,25 +182,57 @@ cudaError_t prepare_staged(int device, int& resident) {
   return cudaSuccess;
 }
 
-/// Carves the tile states of `p` in tiles of `kTile` from `workspace`, zeroes their status words
-/// (reset_tile_states) and launches `kernel` (one block per tile, `shared` bytes of dynamic
-/// shared memory; `more`: the kernel's arguments after the tile states). `kDependent`: the kernel
-/// waits for the reset itself, before its look-back (wait_for_prior_grid), so it goes out as a
-/// programmatic dependent launch (sm_90): its blocks start and load their tiles while the reset
-/// runs, instead of after it and a launch's gap.
+/// A fresh tag for one call's look-back records (TileStates, tile_lookback.cuh): never 0 (zeroed
+/// memory) nor all ones (the tests' poison), and unique within the process: a counter, seeded
+/// once from std::random_device, the clock and its own address, so that two copies of the library
+/// in one process (two shared objects sharing a caching allocator's blocks) do not count from the
+/// same start. Host-only; an atomic add per call.
+inline uint64_t call_tag() {
+  static std::atomic<uint64_t> next{[] {
+    uint64_t seed =
+        static_cast<uint64_t>(std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    seed ^= static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&next)) << 17;
+    try {
+      std::random_device device;
+      seed ^= (uint64_t(device()) << 32) ^ device();
+    } catch (...) {  // no entropy source: the clock and the address alone
+    }
+    // splitmix64's finalizer spreads the bits
+    seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
+    seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
+    return seed ^ (seed >> 31);
+  }()};
+  for (;;) {
+    const uint64_t tag = next.fetch_add(1, std::memory_order_relaxed);
+    if (tag != 0 && tag != ~uint64_t{0}) return tag;
+  }
+}
+
+/// Carves the tile states of `p` in tiles of `kTile` from `workspace`, with a fresh tag, and
+/// launches `kernel` (one block per tile, `shared` bytes of dynamic shared memory; `more`: the
+/// kernel's arguments after the tile states). Nothing is zeroed first: records count only with
+/// the call's tag. Only a call captured into a graph, which replays its tag, zeroes the records
+/// first (reset_tile_states); there `kDependent` says that the kernel waits for the reset itself,
+/// before its look-back (wait_for_prior_grid), so it goes out as a programmatic dependent launch
+/// (sm_90): its blocks start and load their tiles while the reset runs.
 template <class Problem, int64_t kTile, bool kDependent, class Kernel, class... More>
 cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename Problem::Params& p,
                          void* workspace, cudaStream_t stream, const More&... more) {
   using C = typename Problem::C;
   const TileGrid grid = TileGrid::of(p.sequences, p.span_bound, kTile);
-  const TileStates<C> states = TileStates<C>::carve(workspace, grid.tiles, grid.groups);
-  const int64_t records = grid.tiles + grid.groups;
-  constexpr int kResetThreads = 256;
-  const int64_t reset_blocks = ceil_div(records, int64_t{kResetThreads});
-  reset_tile_states<C><<<static_cast<unsigned>(reset_blocks < 4096 ? reset_blocks : 4096),
-                         kResetThreads, 0, stream>>>(states.tiles, records);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  if constexpr (kDependent) {
+  const TileStates<C> states = TileStates<C>::carve(workspace, grid.tiles, grid.groups, call_tag());
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
+  const bool replayed = capture != cudaStreamCaptureStatusNone;
+  if (replayed) {
+    const int64_t records = grid.tiles + grid.groups;
+    constexpr int kResetThreads = 256;
+    const int64_t reset_blocks = ceil_div(records, int64_t{kResetThreads});
+    reset_tile_states<C><<<static_cast<unsigned>(reset_blocks < 4096 ? reset_blocks : 4096),
+                           kResetThreads, 0, stream>>>(states.tiles, records);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (kDependent && replayed) {
     cudaLaunchAttribute attribute{};
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
@@ -211,11 +245,10 @@ cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename
     config.numAttrs = 1;
     return cudaLaunchKernelEx(&config, kernel, p, states, grid.chunks, grid.groups_per_sequence,
                               more...);
-  } else {
-    kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(
-        p, states, grid.chunks, grid.groups_per_sequence, more...);
-    return cudaGetLastError();
   }
+  kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(
+      p, states, grid.chunks, grid.groups_per_sequence, more...);
+  return cudaGetLastError();
 }
 
 /// The device's peak memory bandwidth in bytes per nanosecond, from its memory clock and bus

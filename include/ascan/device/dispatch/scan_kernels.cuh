@@ -357,9 +357,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   Group group(storage);
   Affine<C> exclusive[1 + kHeld], tile_map;
   group.exclusive_scan(aggregate, exclusive, tile_map);
-  // This grid may start while the kernel that zeroes the tile states still runs (launch_tiles,
-  // dispatch.cuh): everything above reads only the inputs, which were complete before that
-  // kernel began; the look-back waits for it.
+  // In a call captured into a graph, this grid may start while the kernel that zeroes the tile
+  // states still runs (launch_tiles, dispatch.cuh): everything above reads only the inputs, which
+  // were complete before that kernel began; the look-back waits for it (a no-op otherwise).
   wait_for_prior_grid();
   const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
 
