@@ -69,6 +69,12 @@ struct ForwardProblem {
     load_vector<kVec, kInside>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
     load_vector<kVec, kInside>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
   }
+  /// load and store for a sequence's edge tiles in the staged multi-block kernel (vector path;
+  /// load_vector_at_edge).
+  __device__ __forceinline__ void load_at_edge(Loaded& r, int64_t v) const {
+    load_vector_at_edge<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
+    load_vector_at_edge<kVec>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
+  }
   /// Loads the elements again (the multi-block path's LookbackHold::kReload): only this tile
   /// writes its positions, and it has not yet.
   __device__ __forceinline__ void reload(Loaded& r, int64_t v) const { load(r, v); }
@@ -86,6 +92,12 @@ struct ForwardProblem {
     alignas(16) T y[kVec];
     narrow(w, y);
     store_vector<kVec, kInside>(x, v, lo, hi, y);
+  }
+
+  __device__ __forceinline__ void store_at_edge(const Work& w, int64_t v) const {
+    alignas(16) T y[kVec];
+    narrow(w, y);
+    store_vector_at_edge<kVec>(x, v, lo, hi, y);
   }
 
   __device__ __forceinline__ const T* staged_input(int s) const { return s == 0 ? a : b; }

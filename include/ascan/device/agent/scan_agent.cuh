@@ -84,6 +84,55 @@ __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_
   }
 }
 
+/// The rare edge of a sequence, out of line: the elements of [v, v + kVec) that lie inside
+/// [lo, hi), `fill` elsewhere (load), or stored where inside (store). Called only for a vector
+/// that straddles lo or hi (vector path).
+template <int kVec, class T>
+__device__ __noinline__ uint4 load_straddling(const T* p, int64_t v, int64_t lo, int64_t hi,
+                                              T fill) {
+  alignas(16) T r[kVec];
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) r[i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
+  return *reinterpret_cast<const uint4*>(r);
+}
+template <int kVec, class T>
+__device__ __noinline__ void store_straddling(T* p, int64_t v, int64_t lo, int64_t hi, uint4 y) {
+  alignas(16) T r[kVec];
+  *reinterpret_cast<uint4*>(r) = y;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    if (v + i >= lo && v + i < hi) p[v + i] = r[i];
+}
+
+/// load_vector and store_vector (vector path) for code that only a sequence's edge tiles run
+/// (the multi-block staged kernel): inside, the 16-byte access; outside, the fill or nothing;
+/// a vector that straddles an edge out of line. Such code is cold in the instruction cache when
+/// it runs, and under full memory load every miss waits as long as a load: unrolled inline, the
+/// edge tiles' guarded code made them live 4-5 us longer than the others on the H200
+/// (bench/RESULTS.md).
+template <int kVec, class T>
+__device__ __forceinline__ void load_vector_at_edge(const T* p, int64_t v, int64_t lo, int64_t hi,
+                                                    T (&r)[kVec], T fill) {
+  static_assert(kVec > 1 && kVec * sizeof(T) == 16, "vectors are 16 bytes");
+  if (v >= lo && v + kVec <= hi) {
+    *reinterpret_cast<uint4*>(r) = __ldg(reinterpret_cast<const uint4*>(p + v));
+  } else if (v + kVec <= lo || v >= hi) {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) r[i] = fill;
+  } else {
+    *reinterpret_cast<uint4*>(r) = load_straddling<kVec>(p, v, lo, hi, fill);
+  }
+}
+template <int kVec, class T>
+__device__ __forceinline__ void store_vector_at_edge(T* p, int64_t v, int64_t lo, int64_t hi,
+                                                     const T (&r)[kVec]) {
+  static_assert(kVec > 1 && kVec * sizeof(T) == 16, "vectors are 16 bytes");
+  if (v >= lo && v + kVec <= hi)
+    *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(r);
+  else if (v + kVec > lo && v < hi)
+    store_straddling<kVec>(p, v, lo, hi, *reinterpret_cast<const uint4*>(r));
+}
+
 /// The thread layer of a tile, run by run: a thread holds kRuns vectors (one per run) at grid
 /// positions at(j). Shared by the one-block loop below and lookback_kernel.
 template <class Problem, int kRuns, class At>

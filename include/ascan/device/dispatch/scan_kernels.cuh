@@ -166,34 +166,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 
 /// Stages `kVectors` 16-byte vectors of a warp's stretch of the sequence at `src` (grid position
 /// v at src[v], the stretch starting at `origin`) into shared `dst` with the warp's lanes, where
-/// the stretch reaches outside the sequence [lo, hi) (the bulk copies take whole stretches):
-/// whole vectors inside, elements at the edge, `fill` outside (nothing outside is read). A lane's
-/// loads go out kBatch at a time, all before their stores to shared memory: stored one by one,
-/// each load waited for the one before it, and a sequence's edge tile took 11-19 us instead of
-/// 5-7 under full load on the H200, which the whole grid then waited for (bench/RESULTS.md).
+/// the stretch reaches outside the sequence [lo, hi): `fill` outside (nothing outside is read),
+/// the elements inside of the vectors that straddle an edge; but not vectors [skip_lo, skip_hi),
+/// the whole vectors inside, which bulk copies stage. One vector per lane at a time, in a loop
+/// that is not unrolled: at most two vectors a stretch load anything, and this code runs only in
+/// a sequence's edge tiles (load_vector_at_edge says why it is kept small).
 template <int kVectors, class T, class C>
 __device__ __forceinline__ void stage_by_lanes(uint4* dst, const T* src, int64_t origin, int64_t lo,
-                                               int64_t hi, C fill, int lane) {
+                                               int64_t hi, C fill, int lane, int skip_lo,
+                                               int skip_hi) {
   constexpr int kVec = static_cast<int>(16 / sizeof(T));
-  constexpr int kPerLane = (kVectors + kWarpThreads - 1) / kWarpThreads;
-  constexpr int kBatch = kPerLane < 8 ? kPerLane : 8;
-#pragma unroll
-  for (int first = 0; first < kPerLane; first += kBatch) {
-    uint4 v[kBatch];
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      const int j = lane + (first + i) * kWarpThreads;
-      alignas(16) T r[kVec];
-      if (first + i < kPerLane && j < kVectors) {
-        load_vector<kVec>(src, origin + int64_t(j) * kVec, lo, hi, r, to_storage<T>(fill));
-        v[i] = *reinterpret_cast<const uint4*>(r);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      const int j = lane + (first + i) * kWarpThreads;
-      if (first + i < kPerLane && j < kVectors) dst[j] = v[i];
-    }
+#pragma unroll 1
+  for (int j = lane; j < kVectors; j += kWarpThreads) {
+    if (j >= skip_lo && j < skip_hi) continue;
+    alignas(16) T r[kVec];
+    load_vector_at_edge<kVec>(src, origin + int64_t(j) * kVec, lo, hi, r, to_storage<T>(fill));
+    dst[j] = *reinterpret_cast<const uint4*>(r);
   }
 }
 /// The way back: stores the elements of the staged stretch that lie inside [lo, hi).
@@ -201,10 +189,11 @@ template <int kVectors, class T>
 __device__ __forceinline__ void unstage_by_lanes(T* dst, const uint4* src, int64_t origin,
                                                  int64_t lo, int64_t hi, int lane) {
   constexpr int kVec = static_cast<int>(16 / sizeof(T));
+#pragma unroll 1
   for (int j = lane; j < kVectors; j += kWarpThreads) {
     alignas(16) T r[kVec];
     *reinterpret_cast<uint4*>(r) = src[j];
-    store_vector<kVec>(dst, origin + int64_t(j) * kVec, lo, hi, r);
+    store_vector_at_edge<kVec>(dst, origin + int64_t(j) * kVec, lo, hi, r);
   }
 }
 
@@ -262,7 +251,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
-  const int64_t tile_origin = (kReverse ? chunks - 1 - k : k) * kTile;
+  // Where the tiles of a sequence leave their slack (the chunks * kTile - length positions they
+  // cover outside it). A tile with an edge in its staged part runs code that no other tile keeps
+  // in the instruction cache, and under full memory load each miss waits as long as a load: last
+  // in the grid, such a tile lived 4-5 us longer than the others and the kernel waited for it;
+  // first, it holds up the first wave by 1-2. An edge in the held runs (registers, the tile's
+  // end) costs nothing measurable there. So a forward scan's tiles leave up to a held span of
+  // slack, less a vector (so that a last vector that is not whole lies in the held runs too),
+  // behind the sequence's end and the rest in front of its start, rounded up to 512 bytes: tiles
+  // off that grid made the whole kernel 9% slower. A reverse scan's first tile is its last in
+  // memory, so its tiles start at the sequence's start. bf16 forward (1, 16, 2^22), whose last
+  // tile held 1536 elements, 116 -> 111 µs (bench/RESULTS.md).
+  const int64_t slack = chunks * kTile - (problem.hi + kVec - 1) / kVec * kVec;  // >= 0
+  constexpr int64_t kBehind = kHeld > 0 ? kRun * kHeld - kVec : 0;
+  constexpr int64_t kAlign = 512 / sizeof(T);
+  // (<= slack but where the held span is under 512 bytes: there the tiles end at the end.)
+  const int64_t front = (slack - kBehind + kAlign - 1) / kAlign * kAlign;
+  const int64_t shift = kReverse || slack <= kBehind ? 0 : -(front < slack ? front : slack);
+  const int64_t tile_origin = (kReverse ? chunks - 1 - k : k) * kTile + shift;
   const int64_t origin = tile_origin + warp * kWarpSpan;
   // Grid position of this thread's vector in held run j.
   const auto held_at = [&](int j) {
@@ -274,6 +280,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   for (int s = 0; s < kStreams; ++s)
     slots[s] = staged + s * (kStagedSpan / kVec) + warp * kWarpVectors;
   constexpr uint32_t kBytes = uint32_t(kWarpSpan * sizeof(T));
+  int inside_lo = 0, inside_hi = 0;  // an edge stretch's vectors staged by bulk copies
   if (whole) {
     if (lane == 0) {
       arm_staging(&landed[warp], kStreams * kBytes);
@@ -282,16 +289,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         stage(&landed[warp], slots[s], problem.staged_input(s) + origin, kBytes);
     }
   } else {
-    // Before the held runs' loads, while few registers are live (stage_by_lanes batches loads).
+    // A stretch that reaches outside the sequence (a sequence's edge tiles): its whole vectors
+    // inside, [inside_lo, inside_hi), by bulk copies all the same, the rest by the lanes. Staged
+    // by the lanes alone, an edge tile whose inside ended in a warp's stretch lived 4-5 us longer
+    // than the others, and, as a sequence's last tile is the last in the grid, the kernel with it
+    // (bf16 forward (1, 16, 2^22): 112 us, (1, 16, 2^22 - 1536) 108; bench/RESULTS.md).
+    const int64_t first = problem.lo - origin, last = problem.hi - origin;
+    const int64_t up = first <= 0 ? 0 : ceil_div(first, kVec), down = last <= 0 ? 0 : last / kVec;
+    inside_lo = static_cast<int>(up < kWarpVectors ? up : kWarpVectors);
+    inside_hi = static_cast<int>(down < kWarpVectors ? down : kWarpVectors);
+    if (inside_hi < inside_lo) inside_hi = inside_lo;
+    if (lane == 0 && inside_hi > inside_lo) {
+      const uint32_t bytes = uint32_t(inside_hi - inside_lo) * 16u;
+      arm_staging(&landed[warp], kStreams * bytes);
+#pragma unroll
+      for (int s = 0; s < kStreams; ++s)
+        stage(&landed[warp], slots[s] + inside_lo,
+              problem.staged_input(s) + origin + int64_t(inside_lo) * kVec, bytes);
+    }
+    // Before the held runs' loads, while few registers are live.
 #pragma unroll
     for (int s = 0; s < kStreams; ++s)
       stage_by_lanes<kWarpVectors>(slots[s], problem.staged_input(s), origin, problem.lo,
-                                   problem.hi, problem.staged_fill(s), lane);
+                                   problem.hi, problem.staged_fill(s), lane, inside_lo, inside_hi);
   }
   typename Problem::Loaded held[kHeld > 0 ? kHeld : 1];
-  // Whether all of this thread's held vectors lie inside the sequence: in every tile but the
-  // last in grid order (the held runs end a tile, and a sequence's lead is under a vector, so
-  // the `lo` test only guards). Those threads take a path of plain 16-byte loads and stores with
+  // Whether all of this thread's held vectors lie inside the sequence: in every tile but a
+  // sequence's edge tiles. Those threads take a path of plain 16-byte loads and stores with
   // no per-vector test; the others the guarded one. Kept apart, the hot path is a compact
   // stretch of code: interleaved with the guarded one, instruction fetch stalls were a fifth of
   // the bf16 forward kernel's samples (Nsight Compute). This and folding the held runs first
@@ -304,7 +328,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       for (int j = 0; j < kHeld; ++j) problem.template load<true>(held[j], held_at(j));
     } else {
 #pragma unroll
-      for (int j = 0; j < kHeld; ++j) problem.load(held[j], held_at(j));
+      for (int j = 0; j < kHeld; ++j) problem.load_at_edge(held[j], held_at(j));
     }
   }
   const auto edges = problem.template staged_edges<kVectors, kWarpSpan>(origin, lane);
@@ -320,7 +344,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     aggregate[1 + j] = thread_reduce<kReverse>(w.a, w.b);
   }
   __syncwarp();
-  if (whole) wait_staged(&landed[warp]);
+  if (whole || inside_hi > inside_lo) wait_staged(&landed[warp]);
   const auto view = problem.template staged_view<kVectors, kWarpSpan>(slots, origin, lane, edges);
   // The staged loops below, for a Problem whose view tests elements against the sequence
   // (Problem::kStagedReadTests): on a path of their own where the warp's stretch lies inside
@@ -371,7 +395,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         typename Problem::Work w;
         problem.convert(held[j], held_at(j), w);
         thread_scan<kReverse>(apply(exclusive[1 + j], entering), w.a, w.b);
-        problem.template store<decltype(inside)::value>(w, held_at(j));
+        if constexpr (decltype(inside)::value)
+          problem.template store<true>(w, held_at(j));
+        else
+          problem.store_at_edge(w, held_at(j));
       }
     };
     // The same two-path dispatch as the held loads' and on_staged_path, written out at each
