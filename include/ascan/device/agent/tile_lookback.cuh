@@ -288,12 +288,12 @@ __device__ __forceinline__ bool try_read(const TileRecord<double>* r, uint64_t t
 /// (into `f`).
 __device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, uint64_t tag,
                                              Affine<float>& f, float& state) {
-  const uint4 v = load_relaxed_16(r);
   const uint4 u = load_relaxed_16(&r->state);
   if (tagged(u, tag)) {
     state = __uint_as_float(u.x);
     return kTileInclusive;
   }
+  const uint4 v = load_relaxed_16(r);  // only where the state is not there yet
   if (!tagged(v, tag)) return kTileEmpty;
   f = {__uint_as_float(v.x), __uint_as_float(v.y)};
   return kTileAggregate;
