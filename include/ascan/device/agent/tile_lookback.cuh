@@ -98,7 +98,8 @@ struct alignas(kRecordBytes) GroupRecord {
   alignas(8) uint64_t state_tag;
 };
 static_assert(sizeof(Affine<float>) + sizeof(uint64_t) == 16 &&
-                  offsetof(TileRecord<float>, tag) == 8 &&
+                  offsetof(TileRecord<float>, tag) == 8 && offsetof(GroupRecord<float>, tag) == 8 &&
+                  offsetof(TileRecord<double>, tag) == offsetof(GroupRecord<double>, tag) &&
                   offsetof(GroupRecord<float>, state) == 16 &&
                   offsetof(GroupRecord<float>, state_tag) == 24 &&
                   offsetof(GroupRecord<double>, state_tag) + 8 <= 48 &&
@@ -268,59 +269,46 @@ __device__ __forceinline__ void publish_state(GroupRecord<double>* r, double sta
   store_release(&r->state_tag, tag);
 }
 
-/// Reads a tile's aggregate into `f` if this call's is published; returns whether it was.
-__device__ __forceinline__ bool try_read(const TileRecord<float>* r, uint64_t tag,
-                                         Affine<float>& f) {
+/// Reads the aggregate of a tile's or a group's record (`Record`: TileRecord or GroupRecord, both
+/// led by the aggregate and its tag) into `f` if this call's is published; returns whether it was.
+template <template <class> class Record>
+__device__ __forceinline__ bool try_read(const Record<float>* r, uint64_t tag, Affine<float>& f) {
   const uint4 v = load_relaxed_16(r);
   if (!tagged(v, tag)) return false;
   f = {__uint_as_float(v.x), __uint_as_float(v.y)};
   return true;
 }
-__device__ __forceinline__ bool try_read(const TileRecord<double>* r, uint64_t tag,
-                                         Affine<double>& f) {
+template <template <class> class Record>
+__device__ __forceinline__ bool try_read(const Record<double>* r, uint64_t tag, Affine<double>& f) {
   if (load_acquire(&r->tag) != tag) return false;
   f = r->aggregate;
+  return true;
+}
+/// Reads the state after a group into `state` if this call's is published; returns whether it was.
+__device__ __forceinline__ bool try_read_state(const GroupRecord<float>* r, uint64_t tag,
+                                               float& state) {
+  const uint4 u = load_relaxed_16(&r->state);
+  if (!tagged(u, tag)) return false;
+  state = __uint_as_float(u.x);
+  return true;
+}
+__device__ __forceinline__ bool try_read_state(const GroupRecord<double>* r, uint64_t tag,
+                                               double& state) {
+  if (load_acquire(&r->state_tag) != tag) return false;
+  state = r->state;
   return true;
 }
 /// Reads a group's record as far as this call has published it; returns its status: inclusive
 /// where its state is published (into `state`; its aggregate, published before, may not be
 /// visible yet, and whoever finds a state needs only the state), else aggregate where that is
-/// (into `f`).
-__device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, uint64_t tag,
-                                             Affine<float>& f, float& state) {
-  const uint4 u = load_relaxed_16(&r->state);
-  if (tagged(u, tag)) {
-    state = __uint_as_float(u.x);
-    return kTileInclusive;
-  }
-  const uint4 v = load_relaxed_16(r);  // only where the state is not there yet
-  if (!tagged(v, tag)) return kTileEmpty;
-  f = {__uint_as_float(v.x), __uint_as_float(v.y)};
-  return kTileAggregate;
-}
-__device__ __forceinline__ uint32_t try_read(const GroupRecord<double>* r, uint64_t tag,
-                                             Affine<double>& f, double& state) {
-  if (load_acquire(&r->state_tag) == tag) {
-    state = r->state;
-    return kTileInclusive;
-  }
-  if (load_acquire(&r->tag) != tag) return kTileEmpty;
-  f = r->aggregate;
-  return kTileAggregate;
-}
-/// Reads a group's aggregate into `f` if this call's is published; returns whether it was.
-__device__ __forceinline__ bool try_read_aggregate(const GroupRecord<float>* r, uint64_t tag,
-                                                   Affine<float>& f) {
-  const uint4 v = load_relaxed_16(r);
-  if (!tagged(v, tag)) return false;
-  f = {__uint_as_float(v.x), __uint_as_float(v.y)};
-  return true;
-}
-__device__ __forceinline__ bool try_read_aggregate(const GroupRecord<double>* r, uint64_t tag,
-                                                   Affine<double>& f) {
-  if (load_acquire(&r->tag) != tag) return false;
-  f = r->aggregate;
-  return true;
+/// (into `f`). The aggregate is read only where the state is not there: reading both words on
+/// every poll made the look-back of one long sequence slower (f32 backward (1, 1, 2^28) 1605 ->
+/// 1618 us in the local harness on the H200; bench/RESULTS.md).
+template <class C>
+__device__ __forceinline__ uint32_t try_read(const GroupRecord<C>* r, uint64_t tag, Affine<C>& f,
+                                             C& state) {
+  if (try_read_state(r, tag, state)) return kTileInclusive;
+  return try_read(r, tag, f) ? kTileAggregate : kTileEmpty;
 }
 
 /// Called by all lanes of a warp: spins until every lane's `ready` is true, calling `poll()` on
@@ -365,7 +353,7 @@ __device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t 
   for (top += kWarpThreads; top <= last; top += kWarpThreads) {
     const int64_t g = top - lane;
     bool ready = false;
-    poll_all(ready, [&] { ready = try_read_aggregate(s.groups + g, s.tag, map); });
+    poll_all(ready, [&] { ready = try_read(s.groups + g, s.tag, map); });
     for (int l = kWarpThreads - 1; l >= 0; --l)
       result = advance_state(lane_group_broadcast<kWarpThreads>(map, l), result);
   }
