@@ -305,7 +305,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
       for (int s = 0; s < kStreams; ++s)
         stage(&landed[warp], slots[s] + inside_lo,
-              problem.staged_input(s) + origin + int64_t(inside_lo) * kVec, bytes);
+              problem.staged_input(s) + (origin + int64_t(inside_lo) * kVec), bytes);
     }
     // Before the held runs' loads, while few registers are live.
 #pragma unroll
