@@ -52,6 +52,22 @@ __device__ __forceinline__ SequenceSite locate_sequence(const Params& p, int64_t
           bi * p.state_batch_stride + ci * p.state_channel_stride};
 }
 
+/// The elements of [v, v + kVec) one by one: loaded where inside [lo, hi), `fill` elsewhere;
+/// stored where inside.
+template <int kVec, class T>
+__device__ __forceinline__ void load_elements(const T* p, int64_t v, int64_t lo, int64_t hi,
+                                              T (&r)[kVec], T fill) {
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) r[i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
+}
+template <int kVec, class T>
+__device__ __forceinline__ void store_elements(T* p, int64_t v, int64_t lo, int64_t hi,
+                                               const T (&r)[kVec]) {
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    if (v + i >= lo && v + i < hi) p[v + i] = r[i];
+}
+
 /// Loads the `kVec` elements [v, v + kVec) of a sequence whose grid position v lives at `p[v]`:
 /// one 16-byte load when all of them lie inside [lo, hi), else guarded scalars; positions outside
 /// [lo, hi) are not read and take `fill`. With kInside the caller knows that all of them do (the
@@ -64,8 +80,7 @@ __device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, i
     static_assert(kVec == 1 || kVec * sizeof(T) == 16, "vectors are 16 bytes");
     *reinterpret_cast<uint4*>(r) = __ldg(reinterpret_cast<const uint4*>(p + v));
   } else {
-#pragma unroll
-    for (int i = 0; i < kVec; ++i) r[i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
+    load_elements<kVec>(p, v, lo, hi, r, fill);
   }
 }
 
@@ -78,9 +93,7 @@ __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_
   if (kInside || (kVec > 1 && v >= lo && v + kVec <= hi)) {
     *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(r);
   } else {
-#pragma unroll
-    for (int i = 0; i < kVec; ++i)
-      if (v + i >= lo && v + i < hi) p[v + i] = r[i];
+    store_elements<kVec>(p, v, lo, hi, r);
   }
 }
 
@@ -91,17 +104,14 @@ template <int kVec, class T>
 __device__ __noinline__ uint4 load_straddling(const T* p, int64_t v, int64_t lo, int64_t hi,
                                               T fill) {
   alignas(16) T r[kVec];
-#pragma unroll
-  for (int i = 0; i < kVec; ++i) r[i] = (v + i >= lo && v + i < hi) ? p[v + i] : fill;
+  load_elements<kVec>(p, v, lo, hi, r, fill);
   return *reinterpret_cast<const uint4*>(r);
 }
 template <int kVec, class T>
 __device__ __noinline__ void store_straddling(T* p, int64_t v, int64_t lo, int64_t hi, uint4 y) {
   alignas(16) T r[kVec];
   *reinterpret_cast<uint4*>(r) = y;
-#pragma unroll
-  for (int i = 0; i < kVec; ++i)
-    if (v + i >= lo && v + i < hi) p[v + i] = r[i];
+  store_elements<kVec>(p, v, lo, hi, r);
 }
 
 /// load_vector and store_vector (vector path) for code that only a sequence's edge tiles run

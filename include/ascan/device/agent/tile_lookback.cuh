@@ -42,7 +42,7 @@
 // sequence waits only on its tiles k' < k, which lower-numbered blocks scan (dispatch/
 // scan_kernels.cuh) and the hardware starts first.
 //
-// Which records are this call's: each call has a 64-bit tag (CallTag, dispatch/dispatch.cuh:
+// Which records are this call's: each call has a 64-bit tag (call_tag, dispatch/dispatch.cuh:
 // process-wide unique, from a randomly seeded counter), and a record counts as published only
 // when it carries this call's tag, in the same 16-byte word as the payload (float) or as the
 // word released after it (double). Nothing is zeroed before a launch: the records the last call
@@ -240,23 +240,14 @@ __device__ __forceinline__ double advance_state(const Affine<double>& f, double 
   return __fma_rn(f.a, s, f.b);
 }
 
-/// Publishes a tile's aggregate (one thread).
-__device__ __forceinline__ void publish(TileRecord<float>* r, const Affine<float>& f,
-                                        uint64_t tag) {
+/// Publishes the aggregate of a tile or a group (`Record`: TileRecord or GroupRecord, both led by
+/// the aggregate and its tag; one thread).
+template <template <class> class Record>
+__device__ __forceinline__ void publish(Record<float>* r, const Affine<float>& f, uint64_t tag) {
   store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), low_word(tag), high_word(tag));
 }
-__device__ __forceinline__ void publish(TileRecord<double>* r, const Affine<double>& f,
-                                        uint64_t tag) {
-  r->aggregate = f;
-  store_release(&r->tag, tag);
-}
-/// Publishes a group's aggregate (one thread).
-__device__ __forceinline__ void publish(GroupRecord<float>* r, const Affine<float>& f,
-                                        uint64_t tag) {
-  store_relaxed_16(r, __float_as_uint(f.a), __float_as_uint(f.b), low_word(tag), high_word(tag));
-}
-__device__ __forceinline__ void publish(GroupRecord<double>* r, const Affine<double>& f,
-                                        uint64_t tag) {
+template <template <class> class Record>
+__device__ __forceinline__ void publish(Record<double>* r, const Affine<double>& f, uint64_t tag) {
   r->aggregate = f;
   store_release(&r->tag, tag);
 }
