@@ -216,14 +216,12 @@ struct Run {
   }
 };
 
-/// Draws inputs, runs the forward in double for the states, uploads, poisons every output and
-/// padding cell, and fills in the args. Synchronizes the device at the end.
+/// Draws the host inputs of `r` (r.c is the case): gates, the states a forward scan would have
+/// stored (the forward in double, rounded to T), grad_out, h0 and gT; poison in every cell that
+/// belongs to no sequence.
 template <class T>
-void prepare(const Case& c, Rng& rng, Run<T>& r) {
-  ASSERT_TRUE(c.dh0_alias == StateAlias::kNone || c.grad_initial_state);
-  ASSERT_TRUE(c.dh0_alias != StateAlias::kIsInitialState || c.initial_state);
-  ASSERT_TRUE(c.dh0_alias != StateAlias::kIsGradFinalState || c.grad_final_state);
-  r.c = c;
+void draw_inputs(Run<T>& r, Rng& rng) {
+  const Case& c = r.c;
   const int64_t foot = c.footprint();
   const int64_t sfoot = c.state_footprint();
   const T poison = poison_value<T>();
@@ -252,7 +250,19 @@ void prepare(const Case& c, Rng& rng, Run<T>& r) {
     reference::sequential_scan(a.data(), b.data(), c.length, c.reverse, h0, x.data());
     for (int64_t t = 0; t < c.length; ++t) r.host[kStates][base + t] = from_double<T>(x[t]);
   });
+}
 
+/// Draws inputs, uploads, poisons every output and padding cell, and fills in the args.
+/// Synchronizes the device at the end.
+template <class T>
+void prepare(const Case& c, Rng& rng, Run<T>& r) {
+  ASSERT_TRUE(c.dh0_alias == StateAlias::kNone || c.grad_initial_state);
+  ASSERT_TRUE(c.dh0_alias != StateAlias::kIsInitialState || c.initial_state);
+  ASSERT_TRUE(c.dh0_alias != StateAlias::kIsGradFinalState || c.grad_final_state);
+  r.c = c;
+  draw_inputs(r, rng);
+  const int64_t foot = c.footprint();
+  const int64_t sfoot = c.state_footprint();
   for (int k = 0; k < kArrays; ++k) {
     if (c.home(k) != k) continue;
     ASSERT_TRUE(r.seq_d[k].allocate(foot + c.offsets[k]));
@@ -771,6 +781,77 @@ TYPED_TEST(ScanBackwardTest, SmallDeterministic) {
     cases.push_back(c);
   }
   check_deterministic<TypeParam>(cases, 4);
+}
+
+/// New inputs in the buffers of `r` (same shape, same pointers), outputs poisoned again.
+template <class T>
+void redraw(Run<T>& r, Rng& rng) {
+  const Case& c = r.c;
+  ASSERT_TRUE(c.alias == Alias::kNone);
+  draw_inputs(r, rng);
+  for (int k = 0; k < 3; ++k)
+    if (c.home(k) == k) ASSERT_TRUE(r.seq_d[k].upload(r.host[k], c.offsets[k]));
+  if (c.initial_state) ASSERT_TRUE(r.h0_d.upload(r.h0));
+  if (c.grad_final_state) ASSERT_TRUE(r.gT_d.upload(r.gT));
+  ASSERT_NO_FATAL_FAILURE(repoison_outputs(r));
+}
+
+/// One call's look-back records never count in another's (the forward test's twin). The same
+/// workspace serves four calls on new inputs each; and a CUDA graph of the call, replayed with
+/// new inputs, with a direct call on the same workspace between two replays. Forward and reverse,
+/// every multi-block kernel shape, every output checked.
+TYPED_TEST(ScanBackwardTest, SmallWorkspaceReuse) {
+  using T = TypeParam;
+  for (Via via : {Via::kMultiBlock, Via::kMultiBlockShort, Via::kMultiBlockRegisters})
+    for (bool reverse : {false, true})
+      for (bool graph : {false, true}) {
+        Case c = with_states(shape_case(140009, 1, 2), 7);  // past two groups of tiles
+        c.via = via;
+        c.reverse = reverse;
+        c.gates = Gates::kNearOne;
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(seed_note(c.describe(), seed) + (graph ? ", graph replays" : ", calls"));
+        Rng rng(seed);
+        Run<T> r;
+        ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+        Stream stream;
+        ASSERT_TRUE(stream.create());
+        size_t bytes = 0;
+        ASSERT_TRUE(entry_small_tiles(via, r.args, nullptr, bytes, stream.get()).ok());
+        DeviceBuffer<unsigned char> ws;
+        ASSERT_TRUE(ws.allocate(bytes));
+        ASSERT_TRUE(ws.poison());
+        ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+        cudaGraphExec_t exec = nullptr;
+        if (graph) {
+          ASSERT_TRUE(
+              cuda_ok(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal),
+                      "cudaStreamBeginCapture"));
+          const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
+          cudaGraph_t g = nullptr;
+          const cudaError_t e = cudaStreamEndCapture(stream.get(), &g);
+          ASSERT_TRUE(st.ok()) << "captured scan_backward failed: " << st.message;
+          ASSERT_TRUE(cuda_ok(e, "cudaStreamEndCapture"));
+          const cudaError_t f = cudaGraphInstantiate(&exec, g, 0);
+          (void)cudaGraphDestroy(g);
+          ASSERT_TRUE(cuda_ok(f, "cudaGraphInstantiate"));
+        }
+        for (int k = 0; k < 4; ++k) {
+          SCOPED_TRACE("run " + std::to_string(k + 1));
+          if (k > 0) ASSERT_NO_FATAL_FAILURE(redraw(r, rng));
+          if (graph && k != 2) {
+            ASSERT_TRUE(cuda_ok(cudaGraphLaunch(exec, stream.get()), "cudaGraphLaunch"));
+          } else {
+            const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
+            ASSERT_TRUE(st.ok()) << st.message;
+          }
+          ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize"));
+          ASSERT_TRUE(no_pending_cuda_error());
+          ASSERT_NO_FATAL_FAILURE(verify(r));
+        }
+        if (exec != nullptr)
+          ASSERT_TRUE(cuda_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy"));
+      }
 }
 
 // ---------------------------------------------------------------------------------------------

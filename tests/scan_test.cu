@@ -1167,60 +1167,65 @@ void redraw(Run<T>& r, Rng& rng) {
   ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after redraw)"));
 }
 
-/// One call's look-back records never count in another's. The same workspace serves three calls
-/// on new inputs each, back to back; and a CUDA graph of the call, replayed three times with new
-/// inputs each time (a graph replays the call's tag, so there the records are zeroed first). Every
-/// output is checked. A call that took the records its predecessor left as its own would fold the
-/// old inputs' aggregates into the new outputs.
+/// One call's look-back records never count in another's. The same workspace serves four calls
+/// on new inputs each, back to back; and a CUDA graph of the call, replayed with new inputs each
+/// time, with a direct call on the same workspace between two replays (a graph replays the call's
+/// tag, so there the records are zeroed first). Forward and reverse, every multi-block kernel
+/// shape. Every output is checked. A call that took the records its predecessor left as its own
+/// would fold the old inputs' aggregates into the new outputs.
 TYPED_TEST(ScanTest, SmallWorkspaceReuse) {
   using T = TypeParam;
-  for (Via via : {Via::kMultiBlock, Via::kMultiBlockRegisters})
-    for (bool graph : {false, true}) {
-      Case c = shape_case(140009, 1, 2);  // past two groups of tiles per sequence
-      c.via = via;
-      c.gates = Gates::kNearOne;
-      c.initial_state = c.final_state = true;
-      const uint64_t seed = fresh_seed();
-      SCOPED_TRACE(seed_note(c.describe(), seed) + (graph ? ", graph replays" : ", calls"));
-      Rng rng(seed);
-      Run<T> r;
-      ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
-      Stream stream;
-      ASSERT_TRUE(stream.create());
-      size_t bytes = 0;
-      ASSERT_TRUE(entry_small_tiles(via, r.args, nullptr, bytes, stream.get()).ok());
-      DeviceBuffer<unsigned char> ws;
-      ASSERT_TRUE(ws.allocate(bytes));
-      ASSERT_TRUE(ws.poison());
-      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
-      cudaGraphExec_t exec = nullptr;
-      if (graph) {
-        ASSERT_TRUE(cuda_ok(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal),
-                            "cudaStreamBeginCapture"));
-        const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
-        cudaGraph_t g = nullptr;
-        const cudaError_t e = cudaStreamEndCapture(stream.get(), &g);
-        ASSERT_TRUE(st.ok()) << "captured scan failed: " << st.message;
-        ASSERT_TRUE(cuda_ok(e, "cudaStreamEndCapture"));
-        const cudaError_t f = cudaGraphInstantiate(&exec, g, 0);
-        (void)cudaGraphDestroy(g);
-        ASSERT_TRUE(cuda_ok(f, "cudaGraphInstantiate"));
-      }
-      for (int k = 0; k < 3; ++k) {
-        SCOPED_TRACE("run " + std::to_string(k + 1));
-        if (k > 0) ASSERT_NO_FATAL_FAILURE(redraw(r, rng));
+  for (Via via : {Via::kMultiBlock, Via::kMultiBlockShort, Via::kMultiBlockRegisters})
+    for (bool reverse : {false, true})
+      for (bool graph : {false, true}) {
+        Case c = shape_case(140009, 1, 2);  // past two groups of tiles per sequence
+        c.via = via;
+        c.reverse = reverse;
+        c.gates = Gates::kNearOne;
+        c.initial_state = c.final_state = true;
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(seed_note(c.describe(), seed) + (graph ? ", graph replays" : ", calls"));
+        Rng rng(seed);
+        Run<T> r;
+        ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+        Stream stream;
+        ASSERT_TRUE(stream.create());
+        size_t bytes = 0;
+        ASSERT_TRUE(entry_small_tiles(via, r.args, nullptr, bytes, stream.get()).ok());
+        DeviceBuffer<unsigned char> ws;
+        ASSERT_TRUE(ws.allocate(bytes));
+        ASSERT_TRUE(ws.poison());
+        ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+        cudaGraphExec_t exec = nullptr;
         if (graph) {
-          ASSERT_TRUE(cuda_ok(cudaGraphLaunch(exec, stream.get()), "cudaGraphLaunch"));
-        } else {
+          ASSERT_TRUE(
+              cuda_ok(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal),
+                      "cudaStreamBeginCapture"));
           const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
-          ASSERT_TRUE(st.ok()) << st.message;
+          cudaGraph_t g = nullptr;
+          const cudaError_t e = cudaStreamEndCapture(stream.get(), &g);
+          ASSERT_TRUE(st.ok()) << "captured scan failed: " << st.message;
+          ASSERT_TRUE(cuda_ok(e, "cudaStreamEndCapture"));
+          const cudaError_t f = cudaGraphInstantiate(&exec, g, 0);
+          (void)cudaGraphDestroy(g);
+          ASSERT_TRUE(cuda_ok(f, "cudaGraphInstantiate"));
         }
-        ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize"));
-        ASSERT_TRUE(no_pending_cuda_error());
-        ASSERT_NO_FATAL_FAILURE(verify(r));
+        for (int k = 0; k < 4; ++k) {
+          SCOPED_TRACE("run " + std::to_string(k + 1));
+          if (k > 0) ASSERT_NO_FATAL_FAILURE(redraw(r, rng));
+          if (graph && k != 2) {
+            ASSERT_TRUE(cuda_ok(cudaGraphLaunch(exec, stream.get()), "cudaGraphLaunch"));
+          } else {
+            const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
+            ASSERT_TRUE(st.ok()) << st.message;
+          }
+          ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize"));
+          ASSERT_TRUE(no_pending_cuda_error());
+          ASSERT_NO_FATAL_FAILURE(verify(r));
+        }
+        if (exec != nullptr)
+          ASSERT_TRUE(cuda_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy"));
       }
-      if (exec != nullptr) ASSERT_TRUE(cuda_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy"));
-    }
 }
 
 /// The library's own choice (the workspace entry point) on shapes with too few sequences to fill
