@@ -231,6 +231,19 @@ __device__ __forceinline__ void pace_first_wave(const WavePace& pace) {
   __syncthreads();
 }
 
+/// Brings the L2 lines of the records tile k of a sequence will publish (its own, and its
+/// group's where it closes one) into L2 ahead of time (one thread, first thing in the block).
+__device__ __forceinline__ void prefetch_record(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+template <class C>
+__device__ __forceinline__ void prefetch_own_records(const TileStates<C>& s, int64_t first_tile,
+                                                     int64_t first_group, int64_t k) {
+  prefetch_record(s.tiles + first_tile + k);
+  if (k % kTilesPerGroup == kTilesPerGroup - 1)
+    prefetch_record(s.groups + first_group + k / kTilesPerGroup);
+}
+
 /// The state after one tile (or group) from the state before it: exactly one fused multiply-add,
 /// the same instruction wherever a state is derived (see "Determinism" above).
 __device__ __forceinline__ float advance_state(const Affine<float>& f, float s) {
@@ -292,12 +305,23 @@ __device__ __forceinline__ bool try_read_state(const GroupRecord<double>* r, uin
 /// Reads a group's record as far as this call has published it; returns its status: inclusive
 /// where its state is published (into `state`; its aggregate, published before, may not be
 /// visible yet, and whoever finds a state needs only the state), else aggregate where that is
-/// (into `f`). The aggregate is read only where the state is not there: reading both words on
-/// every poll made the look-back of one long sequence slower (f32 backward (1, 1, 2^28) 1605 ->
-/// 1618 us in the local harness on the H200; bench/RESULTS.md).
-template <class C>
-__device__ __forceinline__ uint32_t try_read(const GroupRecord<C>* r, uint64_t tag, Affine<C>& f,
-                                             C& state) {
+/// (into `f`). Both words are loaded at once: loading the aggregate only after finding no state
+/// put a second round trip into every look-back whose nearest group was not inclusive yet (f32
+/// backward (1, 1, 2^28) 1470 -> 1484 us in the bench on the H200; bench/RESULTS.md).
+__device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, uint64_t tag,
+                                             Affine<float>& f, float& state) {
+  const uint4 v = load_relaxed_16(r);
+  const uint4 u = load_relaxed_16(&r->state);
+  if (tagged(u, tag)) {
+    state = __uint_as_float(u.x);
+    return kTileInclusive;
+  }
+  if (!tagged(v, tag)) return kTileEmpty;
+  f = {__uint_as_float(v.x), __uint_as_float(v.y)};
+  return kTileAggregate;
+}
+__device__ __forceinline__ uint32_t try_read(const GroupRecord<double>* r, uint64_t tag,
+                                             Affine<double>& f, double& state) {
   if (try_read_state(r, tag, state)) return kTileInclusive;
   return try_read(r, tag, f) ? kTileAggregate : kTileEmpty;
 }

@@ -131,6 +131,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // likely published by the time the look-back asks (measured: +0.05-0.13 with 8-128 sequences).
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
+  if (rank == 0 && chunks > 1) prefetch_own_records(tiles, seq * chunks, seq * groups, k);
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
   const int64_t origin = (kReverse ? chunks - 1 - k : k) * kTile + int64_t(rank) * kVec;
   const auto at = [&](int j) { return origin + j * kRun; };
@@ -245,11 +246,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   __shared__ typename Group::TempStorage storage;
   __shared__ C entering_slot;
 
-  pace_first_wave(pace);
   const int rank = static_cast<int>(threadIdx.x);
   const int warp = rank / kWarpThreads, lane = rank % kWarpThreads;
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
+  if (rank == 0 && chunks > 1) prefetch_own_records(tiles, seq * chunks, seq * groups, k);
+  pace_first_wave(pace);
   const Problem problem = Problem::template at<kThreads>(p, seq, true, rank);
   // Where the tiles of a sequence leave their slack (the chunks * kTile - length positions they
   // cover outside it). A tile with an edge in its staged part runs code that no other tile keeps
