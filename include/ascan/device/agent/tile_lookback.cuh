@@ -51,6 +51,13 @@
 // kernel's first block started 2.9 us after the call began with it, 0.9 without;
 // bench/RESULTS.md). A call captured into a CUDA graph replays its tag, so there the records are
 // zeroed first (reset_tile_states), as before.
+//
+// Warm record lines: with nothing zeroed before a call, a record's line is cold (the last call
+// left it in memory, not in L2), and the one-sequence look-back, which waits on each
+// predecessor's fresh record, got slower with the tags (f32 backward (1, 1, 2^28) 1441 -> 1474
+// us on the H200). Each block therefore prefetches into L2 the lines it will publish
+// (prefetch_own_records), first thing, some microseconds before it publishes them: 1452 us, and
+// bf16 backward 750 -> 739, as before the tags (bench/RESULTS.md).
 #pragma once
 
 #include <cstddef>
@@ -231,8 +238,9 @@ __device__ __forceinline__ void pace_first_wave(const WavePace& pace) {
   __syncthreads();
 }
 
-/// Brings the L2 lines of the records tile k of a sequence will publish (its own, and its
-/// group's where it closes one) into L2 ahead of time (one thread, first thing in the block).
+/// Brings the lines of the records that tile k of a sequence will publish (its own, and its
+/// group's where it closes one) into L2 ahead of time, so that its successors' reads of them find
+/// them there (see "Warm record lines" above; one thread, first thing in the block).
 __device__ __forceinline__ void prefetch_record(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
