@@ -1188,43 +1188,8 @@ TYPED_TEST(ScanTest, SmallWorkspaceReuse) {
         Rng rng(seed);
         Run<T> r;
         ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
-        Stream stream;
-        ASSERT_TRUE(stream.create());
-        size_t bytes = 0;
-        ASSERT_TRUE(entry_small_tiles(via, r.args, nullptr, bytes, stream.get()).ok());
-        DeviceBuffer<unsigned char> ws;
-        ASSERT_TRUE(ws.allocate(bytes));
-        ASSERT_TRUE(ws.poison());
-        ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
-        cudaGraphExec_t exec = nullptr;
-        if (graph) {
-          ASSERT_TRUE(
-              cuda_ok(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal),
-                      "cudaStreamBeginCapture"));
-          const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
-          cudaGraph_t g = nullptr;
-          const cudaError_t e = cudaStreamEndCapture(stream.get(), &g);
-          ASSERT_TRUE(st.ok()) << "captured scan failed: " << st.message;
-          ASSERT_TRUE(cuda_ok(e, "cudaStreamEndCapture"));
-          const cudaError_t f = cudaGraphInstantiate(&exec, g, 0);
-          (void)cudaGraphDestroy(g);
-          ASSERT_TRUE(cuda_ok(f, "cudaGraphInstantiate"));
-        }
-        for (int k = 0; k < 4; ++k) {
-          SCOPED_TRACE("run " + std::to_string(k + 1));
-          if (k > 0) ASSERT_NO_FATAL_FAILURE(redraw(r, rng));
-          if (graph && k != 2) {
-            ASSERT_TRUE(cuda_ok(cudaGraphLaunch(exec, stream.get()), "cudaGraphLaunch"));
-          } else {
-            const Status st = entry_small_tiles(via, r.args, ws.get(), bytes, stream.get());
-            ASSERT_TRUE(st.ok()) << st.message;
-          }
-          ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize"));
-          ASSERT_TRUE(no_pending_cuda_error());
-          ASSERT_NO_FATAL_FAILURE(verify(r));
-        }
-        if (exec != nullptr)
-          ASSERT_TRUE(cuda_ok(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy"));
+        ASSERT_NO_FATAL_FAILURE(check_workspace_reuse(
+            via, r.args, graph, [&] { redraw(r, rng); }, [&] { verify(r); }));
       }
 }
 

@@ -544,6 +544,61 @@ Status call_entry(const Args& a, Via via, cudaStream_t stream,
                : entry(a, workspace.get(), bytes, stream);
 }
 
+/// One call's look-back records never count in another's: the forced multi-block entry point
+/// `via` on `args` (forward or backward) in one workspace, four times, `redraw()` putting new
+/// inputs into the same buffers (and poisoning the outputs) before each run after the first and
+/// `verify()` checking every output after each. `graph`: the call is captured into a CUDA graph
+/// (which replays the call's tag, so there the records are zeroed first) and replayed, but for a
+/// direct call on the same workspace as the third run.
+template <class Args, class Redraw, class Verify>
+void check_workspace_reuse(Via via, const Args& args, bool graph, const Redraw& redraw,
+                           const Verify& verify) {
+  Stream stream;
+  ASSERT_TRUE(stream.create());
+  size_t bytes = 0;
+  ASSERT_TRUE(entry_small_tiles(via, args, nullptr, bytes, stream.get()).ok());
+  DeviceBuffer<unsigned char> ws;
+  ASSERT_TRUE(ws.allocate(bytes));
+  ASSERT_TRUE(ws.poison());
+  ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+  struct Exec {
+    cudaGraphExec_t e = nullptr;
+    ~Exec() {
+      if (e != nullptr) (void)cudaGraphExecDestroy(e);
+    }
+  } exec;
+  if (graph) {
+    ASSERT_TRUE(cuda_ok(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal),
+                        "cudaStreamBeginCapture"));
+    const Status st = entry_small_tiles(via, args, ws.get(), bytes, stream.get());
+    cudaGraph_t g = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(stream.get(), &g);
+    ASSERT_TRUE(st.ok()) << "captured call failed: " << st.message;
+    ASSERT_TRUE(cuda_ok(e, "cudaStreamEndCapture"));
+    const cudaError_t f = cudaGraphInstantiate(&exec.e, g, 0);
+    (void)cudaGraphDestroy(g);
+    ASSERT_TRUE(cuda_ok(f, "cudaGraphInstantiate"));
+  }
+  for (int k = 0; k < 4; ++k) {
+    SCOPED_TRACE("run " + std::to_string(k + 1));
+    if (k > 0) ASSERT_NO_FATAL_FAILURE(redraw());
+    if (graph && k != 2) {
+      ASSERT_TRUE(cuda_ok(cudaGraphLaunch(exec.e, stream.get()), "cudaGraphLaunch"));
+    } else {
+      const Status st = entry_small_tiles(via, args, ws.get(), bytes, stream.get());
+      ASSERT_TRUE(st.ok()) << st.message;
+    }
+    ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize"));
+    ASSERT_TRUE(no_pending_cuda_error());
+    ASSERT_NO_FATAL_FAILURE(verify());
+  }
+  if (graph) {
+    const cudaGraphExec_t e = exec.e;
+    exec.e = nullptr;
+    ASSERT_TRUE(cuda_ok(cudaGraphExecDestroy(e), "cudaGraphExecDestroy"));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Error measure
 //
