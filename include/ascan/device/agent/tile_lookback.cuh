@@ -313,9 +313,12 @@ __device__ __forceinline__ bool try_read_state(const GroupRecord<double>* r, uin
 /// Reads a group's record as far as this call has published it; returns its status: inclusive
 /// where its state is published (into `state`; its aggregate, published before, may not be
 /// visible yet, and whoever finds a state needs only the state), else aggregate where that is
-/// (into `f`). Both words are loaded at once: loading the aggregate only after finding no state
-/// put a second round trip into every look-back whose nearest group was not inclusive yet (f32
-/// backward (1, 1, 2^28) 1470 -> 1484 us in the bench on the H200; bench/RESULTS.md).
+/// (into `f`). A float record's two words are loaded at once: loading the aggregate only after
+/// finding no state put a second round trip into every look-back whose nearest group was not
+/// inclusive yet (f32 backward (1, 1, 2^28) 1470 -> 1484 us in the bench on the H200;
+/// bench/RESULTS.md). A double record is still read that way, the state's tag first and the
+/// aggregate's only where no state is there (each an acquire load ahead of its payload; not
+/// measured: no long row is double).
 __device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, uint64_t tag,
                                              Affine<float>& f, float& state) {
   const uint4 v = load_relaxed_16(r);
