@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "dispatch/dispatch.cuh"
+#include "dispatch/row_kernels.cuh"
 #include "dispatch/scan_kernels.cuh"
 #include "dispatch/tuning.cuh"
 #include "scan_args.cuh"
@@ -52,6 +53,58 @@ ScanParams<T> make_params(const ScanArgs<T>& args, bool& vector) {
       args.final_state, st.batch_stride,  st.channel_stride};
 }
 
+/// Whether a call takes the row path (row_kernels.cuh): packed sequences, a time stride other
+/// than 1, or an array with strides of its own that differ from the shape's.
+inline bool takes_row_path(const Shape& s, const Packed& packed,
+                           std::initializer_list<const std::optional<Strides>*> own) {
+  if (packed.active() || s.time_stride != 1) return true;
+  const Strides shape{s.batch_stride, s.channel_stride, s.time_stride};
+  for (const std::optional<Strides>* o : own)
+    if (*o && !same_strides(**o, shape)) return true;
+  return false;
+}
+
+/// The row path's view of one array of a validated call.
+template <class P>
+RowArray<P> row_array(P* ptr, const Shape& s, const std::optional<Strides>& own, bool packed) {
+  const Strides st = strides_of(s, own);
+  return RowArray<P>{ptr, packed ? 0 : st.batch_stride, st.channel_stride, st.time_stride};
+}
+
+/// The row path's parameters shared by both passes: sizes, packing and states.
+template <class T>
+void fill_row_shape(RowParams<T>& p, const Shape& s, const Packed& packed,
+                    const StateLayout& layout) {
+  p.channels = s.channels;
+  p.length = s.length;
+  p.rows = s.batch * s.length;
+  p.segments = packed.active() ? packed.count : s.batch;
+  p.offsets32 = packed.offsets32;
+  p.offsets64 = packed.offsets64;
+  const StateLayout st = resolve_state_layout(layout, state_shape(s, packed));
+  p.state_batch_stride = st.batch_stride;
+  p.state_channel_stride = st.channel_stride;
+}
+
+/// The forward scan on the row path.
+template <class T>
+Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream) {
+  const Shape& s = args.shape;
+  const bool packed = args.packed.active();
+  RowParams<T> p{};
+  p.in[0] = row_array(args.gates, s, args.gates_strides, packed);
+  p.in[1] = row_array(args.tokens, s, args.tokens_strides, packed);
+  p.in[2] = p.in[0];
+  p.out[0] = row_array(args.out, s, args.out_strides, packed);
+  p.out[1] = p.out[0];
+  fill_row_shape(p, s, args.packed, args.state_layout);
+  p.state_in = args.initial_state;
+  p.state_out = args.final_state;
+  const bool vector = row_vector_ok<T>(p.in[0], s.channels) &&
+                      row_vector_ok<T>(p.in[1], s.channels) && row_vector_ok<T>(p.out[0], s.channels);
+  return run_rows<T, false>(p, args.reverse, vector, scratch, stream);
+}
+
 /// The forward scan with the scratch, path and tables given (the public overloads below, the
 /// tests and the benchmark all come here).
 template <class T, class Table = ScanTuning<sizeof(T)>,
@@ -64,6 +117,9 @@ Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
     if (scratch.mode == Scratch::kQuery) *scratch.bytes = 1;
     return Status::success();
   }
+  if (takes_row_path(args.shape, args.packed,
+                     {&args.gates_strides, &args.tokens_strides, &args.out_strides}))
+    return scan_rows(args, scratch, stream);
   bool vector = false;
   const ScanParams<T> p = make_params(args, vector);
   return run<ForwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);

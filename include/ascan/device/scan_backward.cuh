@@ -43,6 +43,29 @@ BackwardParams<T> make_backward_params(const ScanBackwardArgs<T>& args, bool& ve
                            st.channel_stride};
 }
 
+/// The backward pass on the row path (row_kernels.cuh).
+template <class T>
+Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratch,
+                          cudaStream_t stream) {
+  const Shape& s = args.shape;
+  const bool packed = args.packed.active();
+  RowParams<T> p{};
+  p.in[0] = row_array(args.gates, s, args.gates_strides, packed);
+  p.in[1] = row_array(args.states, s, args.states_strides, packed);
+  p.in[2] = row_array(args.grad_out, s, args.grad_out_strides, packed);
+  p.out[0] = row_array(args.grad_gates, s, args.grad_gates_strides, packed);
+  p.out[1] = row_array(args.grad_tokens, s, args.grad_tokens_strides, packed);
+  fill_row_shape(p, s, args.packed, args.state_layout);
+  p.state_in = args.initial_state;
+  p.state_in2 = args.grad_final_state;
+  p.state_out = args.grad_initial_state;
+  bool vector = true;
+  for (const auto& a : p.in) vector = vector && row_vector_ok<T>(a, s.channels);
+  for (const auto& a : p.out) vector = vector && row_vector_ok<T>(a, s.channels);
+  // the backward pass runs against the forward's order
+  return run_rows<T, true>(p, !args.reverse, vector, scratch, stream);
+}
+
 /// The backward pass with the scratch, path and tables given (see scan_with).
 template <class T, class Table = BackwardTuning<sizeof(T)>,
           class Lookback = LookbackTuning<sizeof(T), true>>
@@ -55,6 +78,10 @@ Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratc
     if (scratch.mode == Scratch::kQuery) *scratch.bytes = 1;
     return Status::success();
   }
+  if (takes_row_path(args.shape, args.packed,
+                     {&args.gates_strides, &args.states_strides, &args.grad_out_strides,
+                      &args.grad_gates_strides, &args.grad_tokens_strides}))
+    return scan_backward_rows(args, scratch, stream);
   bool vector = false;
   const BackwardParams<T> p = make_backward_params(args, vector);
   return run<BackwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 
 #include "scan_args.cuh"
 #include "status.cuh"
@@ -77,37 +78,88 @@ inline StateLayout resolve_state_layout(const StateLayout& s, const Shape& shape
   return s;
 }
 
-/// A sequence array of a call and the message that names it when it is null.
+/// A sequence array of a call: its pointer, its strides (the shape's unless it has its own),
+/// whether the call writes it, and the message that names it when it is null.
 struct NamedArray {
   const void* ptr;
+  Strides strides;
+  bool output;
   const char* null_message;
 };
 
-/// The checks every entry point makes on its (B, C, T) arrays: sizes, null pointers, strides,
-/// alignment to the element type, 64-bit extent, sequences that overlap. `extent` gets the
-/// elements from the first to one past the last element of the view. Call on non-empty shapes.
-template <class T>
-Status check_sequence_layout(const Shape& s, std::initializer_list<NamedArray> arrays,
-                             int64_t& extent) {
+/// The strides an array of shape `s` has: its own when given, else the shape's.
+inline Strides strides_of(const Shape& s, const std::optional<Strides>& own) {
+  return own ? *own : Strides{s.batch_stride, s.channel_stride, s.time_stride};
+}
+
+inline bool same_strides(const Strides& x, const Strides& y) {
+  return x.batch_stride == y.batch_stride && x.channel_stride == y.channel_stride &&
+         x.time_stride == y.time_stride;
+}
+
+/// Two arrays are one exactly: the same pointer and the same strides.
+inline bool same_view(const NamedArray& x, const NamedArray& y) {
+  return x.ptr == y.ptr && same_strides(x.strides, y.strides);
+}
+
+/// The checks every entry point makes on its (B, C, T) arrays: null pointers, strides,
+/// alignment to the element type, 64-bit extents, outputs whose elements overlap. `extents`
+/// gets each array's elements from its first to one past its last element. Inputs may repeat
+/// elements (a stride of 0 broadcasts); outputs may not. Call on non-empty shapes.
+template <class T, size_t kN>
+Status check_sequence_layout(const Shape& s, const NamedArray (&arrays)[kN], int64_t (&extents)[kN]) {
   for (const NamedArray& a : arrays)
     if (a.ptr == nullptr) return Status::invalid(a.null_message);
-  if (s.batch_stride < 0 || s.channel_stride < 0 || s.time_stride < 0)
-    return Status::invalid("ascan: a stride in the shape is negative");
-  if (s.time_stride != 1)
-    return Status::not_supported(
-        "ascan: time_stride must be 1 (this version scans time-contiguous sequences)");
-  for (const NamedArray& a : arrays)
+  int64_t sequences, elements;
+  if (!mul_ok(s.batch, s.channels, sequences) || !mul_ok(sequences, s.length, elements))
+    return Status::invalid("ascan: the shape's element count overflows 64-bit indexing");
+  for (size_t i = 0; i < kN; ++i) {
+    const NamedArray& a = arrays[i];
+    if (a.strides.batch_stride < 0 || a.strides.channel_stride < 0 || a.strides.time_stride < 0)
+      return Status::invalid("ascan: a stride of a sequence array is negative");
     if (reinterpret_cast<uintptr_t>(a.ptr) % alignof(T) != 0)
       return Status::invalid("ascan: a pointer is not aligned to its element type");
-  Dim dims[3] = {{s.batch, s.batch_stride}, {s.channels, s.channel_stride}, {s.length, 1}};
-  int64_t elements;
-  if (!view_extent(dims, 3, extent) || !mul_ok(s.sequences(), s.length, elements))
-    return Status::invalid("ascan: the shape's extent overflows 64-bit indexing");
-  if (!view_is_injective(dims, 3))
-    return Status::invalid(
-        "ascan: the strides make sequences overlap (each of batch_stride and channel_stride must "
-        "step over the sequences below it)");
+    Dim dims[3] = {{s.batch, a.strides.batch_stride},
+                   {s.channels, a.strides.channel_stride},
+                   {s.length, a.strides.time_stride}};
+    int64_t bytes;
+    if (!view_extent(dims, 3, extents[i]) ||
+        !mul_ok(extents[i], static_cast<int64_t>(sizeof(T)), bytes) ||
+        reinterpret_cast<uintptr_t>(a.ptr) > UINTPTR_MAX - static_cast<uintptr_t>(bytes))
+      return Status::invalid("ascan: the shape's extent overflows 64-bit indexing");
+    if (a.output && !view_is_injective(dims, 3))
+      return Status::invalid(
+          "ascan: the strides of an output make its elements overlap (each stride must step "
+          "over the positions below it, and no stride may be 0 over more than one position)");
+  }
   return Status::success();
+}
+
+/// The checks on a Packed description that need no device read: batch 1, a count that is not
+/// negative, one offsets pointer, aligned. Success with `empty` set when the call has nothing to
+/// scan (no sequences).
+inline Status check_packed(const Shape& s, const Packed& p, const char* who) {
+  (void)who;
+  if (s.batch != 1)
+    return Status::invalid("ascan: packed sequences need a shape of batch 1 (B = 1, T = total)");
+  if (p.count < 0) return Status::invalid("ascan: the packed sequence count is negative");
+  if (p.offsets32 != nullptr && p.offsets64 != nullptr)
+    return Status::invalid("ascan: packed sequences take int32 or int64 offsets, not both");
+  if (p.count > 0 && p.offsets32 == nullptr && p.offsets64 == nullptr)
+    return Status::invalid("ascan: the packed sequence offsets (cu_seqlens) are null");
+  if (p.count == 0 && s.length > 0 && s.channels > 0)
+    return Status::invalid("ascan: packed sequences: count is 0 but the shape has elements");
+  if (reinterpret_cast<uintptr_t>(p.offsets32) % alignof(int32_t) != 0 ||
+      reinterpret_cast<uintptr_t>(p.offsets64) % alignof(int64_t) != 0)
+    return Status::invalid("ascan: the packed sequence offsets are not aligned");
+  return Status::success();
+}
+
+/// The shape whose (batch, channels) index the states: with packed sequences, (count, C).
+inline Shape state_shape(const Shape& s, const Packed& p) {
+  Shape t = s;
+  if (p.active()) t.batch = p.count;
+  return t;
 }
 
 /// The checks on the per-sequence state arrays (any of them may be null): alignment, strides,
@@ -132,38 +184,44 @@ Status check_state_layout(const Shape& s, const StateLayout& layout,
 }  // namespace detail
 
 /// Checks the arguments of a forward scan without touching the device. Returns success for a
-/// valid call (an empty shape is valid whatever the pointers), kNotSupported for a valid layout
-/// this version cannot scan (time_stride != 1), and kInvalidArgument with the reason otherwise:
-/// negative sizes or strides, null pointers under a non-empty shape, pointers not aligned to the
-/// element size, sequences that overlap, `out` overlapping `gates` or partly overlapping `tokens`
-/// (exactly equal is the in-place scan), states overlapping each other or the sequences
-/// (`final_state == initial_state` exactly is allowed: each state is read before it is written).
+/// valid call (an empty shape is valid whatever the pointers) and kInvalidArgument with the
+/// reason otherwise: negative sizes or strides, null pointers under a non-empty shape, pointers
+/// not aligned to the element size, an output whose elements overlap (a stride of 0 is allowed
+/// on inputs only), `out` overlapping `gates` or partly overlapping `tokens` (the same pointer
+/// with the same strides is the in-place scan), states overlapping each other or the sequences
+/// (`final_state == initial_state` exactly is allowed: each state is read before it is
+/// written), packed sequences on a shape of batch other than 1 or without offsets.
 template <class T>
 Status can_implement(const ScanArgs<T>& args) {
+  using detail::NamedArray;
+  using detail::strides_of;
   const Shape& s = args.shape;
   if (s.batch < 0 || s.channels < 0 || s.length < 0)
     return Status::invalid("ascan::scan: a size in the shape is negative");
+  if (args.packed.active()) {
+    if (Status st = detail::check_packed(s, args.packed, "ascan::scan"); !st.ok()) return st;
+  }
   if (s.empty()) return Status::success();
-  int64_t extent;
-  if (Status st = detail::check_sequence_layout<T>(s,
-                                                   {{args.gates, "ascan::scan: gates is null"},
-                                                    {args.tokens, "ascan::scan: tokens is null"},
-                                                    {args.out, "ascan::scan: out is null"}},
-                                                   extent);
-      !st.ok())
-    return st;
-  const auto gates = detail::byte_range(args.gates, extent, sizeof(T));
-  const auto tokens = detail::byte_range(args.tokens, extent, sizeof(T));
-  const auto out = detail::byte_range(args.out, extent, sizeof(T));
+  const NamedArray arrays[3] = {
+      {args.gates, strides_of(s, args.gates_strides), false, "ascan::scan: gates is null"},
+      {args.tokens, strides_of(s, args.tokens_strides), false, "ascan::scan: tokens is null"},
+      {args.out, strides_of(s, args.out_strides), true, "ascan::scan: out is null"}};
+  int64_t extents[3];
+  if (Status st = detail::check_sequence_layout<T>(s, arrays, extents); !st.ok()) return st;
+  const auto gates = detail::byte_range(args.gates, extents[0], sizeof(T));
+  const auto tokens = detail::byte_range(args.tokens, extents[1], sizeof(T));
+  const auto out = detail::byte_range(args.out, extents[2], sizeof(T));
   if (out.overlaps(gates)) return Status::invalid("ascan::scan: out overlaps gates");
-  if (out.overlaps(tokens) && args.out != args.tokens)
+  if (out.overlaps(tokens) && !detail::same_view(arrays[2], arrays[1]))
     return Status::invalid(
-        "ascan::scan: out partly overlaps tokens (an in-place scan needs out == tokens)");
+        "ascan::scan: out partly overlaps tokens (an in-place scan needs out == tokens with the "
+        "same strides)");
 
   if (args.initial_state == nullptr && args.final_state == nullptr) return Status::success();
-  const StateLayout layout = detail::resolve_state_layout(args.state_layout, s);
+  const Shape ss = detail::state_shape(s, args.packed);
+  const StateLayout layout = detail::resolve_state_layout(args.state_layout, ss);
   int64_t sextent;
-  if (Status st = detail::check_state_layout<T>(s, layout, {args.initial_state, args.final_state},
+  if (Status st = detail::check_state_layout<T>(ss, layout, {args.initial_state, args.final_state},
                                                 args.final_state, sextent);
       !st.ok())
     return st;
@@ -185,42 +243,50 @@ Status can_implement(const ScanArgs<T>& args) {
 /// Checks the arguments of a backward pass without touching the device: the same rules as the
 /// forward scan's can_implement for the shape, the pointers and the states, and the aliasing
 /// that ScanBackwardArgs documents. grad_gates may be exactly grad_out or exactly states;
-/// grad_tokens exactly grad_out; grad_initial_state exactly initial_state or grad_final_state;
-/// any other overlap of an output with anything is kInvalidArgument.
+/// grad_tokens exactly grad_out (exactly: the same pointer and the same strides);
+/// grad_initial_state exactly initial_state or grad_final_state; any other overlap of an output
+/// with anything is kInvalidArgument.
 template <class T>
 Status can_implement(const ScanBackwardArgs<T>& args) {
   using detail::byte_range;
+  using detail::NamedArray;
+  using detail::strides_of;
   const Shape& s = args.shape;
   if (s.batch < 0 || s.channels < 0 || s.length < 0)
     return Status::invalid("ascan::scan_backward: a size in the shape is negative");
+  if (args.packed.active()) {
+    if (Status st = detail::check_packed(s, args.packed, "ascan::scan_backward"); !st.ok())
+      return st;
+  }
   if (s.empty()) return Status::success();
-  int64_t extent;
-  if (Status st = detail::check_sequence_layout<T>(
-          s,
-          {{args.gates, "ascan::scan_backward: gates is null"},
-           {args.states, "ascan::scan_backward: states is null"},
-           {args.grad_out, "ascan::scan_backward: grad_out is null"},
-           {args.grad_gates, "ascan::scan_backward: grad_gates is null"},
-           {args.grad_tokens, "ascan::scan_backward: grad_tokens is null"}},
-          extent);
-      !st.ok())
-    return st;
-  const auto gates = byte_range(args.gates, extent, sizeof(T));
-  const auto states = byte_range(args.states, extent, sizeof(T));
-  const auto grad_out = byte_range(args.grad_out, extent, sizeof(T));
-  const auto grad_gates = byte_range(args.grad_gates, extent, sizeof(T));
-  const auto grad_tokens = byte_range(args.grad_tokens, extent, sizeof(T));
+  const NamedArray arrays[5] = {
+      {args.gates, strides_of(s, args.gates_strides), false, "ascan::scan_backward: gates is null"},
+      {args.states, strides_of(s, args.states_strides), false,
+       "ascan::scan_backward: states is null"},
+      {args.grad_out, strides_of(s, args.grad_out_strides), false,
+       "ascan::scan_backward: grad_out is null"},
+      {args.grad_gates, strides_of(s, args.grad_gates_strides), true,
+       "ascan::scan_backward: grad_gates is null"},
+      {args.grad_tokens, strides_of(s, args.grad_tokens_strides), true,
+       "ascan::scan_backward: grad_tokens is null"}};
+  int64_t extents[5];
+  if (Status st = detail::check_sequence_layout<T>(s, arrays, extents); !st.ok()) return st;
+  const auto gates = byte_range(args.gates, extents[0], sizeof(T));
+  const auto states = byte_range(args.states, extents[1], sizeof(T));
+  const auto grad_out = byte_range(args.grad_out, extents[2], sizeof(T));
+  const auto grad_gates = byte_range(args.grad_gates, extents[3], sizeof(T));
+  const auto grad_tokens = byte_range(args.grad_tokens, extents[4], sizeof(T));
   if (grad_gates.overlaps(gates) || grad_tokens.overlaps(gates))
     return Status::invalid("ascan::scan_backward: a gradient output overlaps gates");
   if (grad_gates.overlaps(grad_tokens))
     return Status::invalid("ascan::scan_backward: grad_gates overlaps grad_tokens");
-  if (grad_gates.overlaps(grad_out) && args.grad_gates != args.grad_out)
+  if (grad_gates.overlaps(grad_out) && !detail::same_view(arrays[3], arrays[2]))
     return Status::invalid(
         "ascan::scan_backward: grad_gates partly overlaps grad_out (allowed only when equal)");
-  if (grad_gates.overlaps(states) && static_cast<const T*>(args.grad_gates) != args.states)
+  if (grad_gates.overlaps(states) && !detail::same_view(arrays[3], arrays[1]))
     return Status::invalid(
         "ascan::scan_backward: grad_gates partly overlaps states (allowed only when equal)");
-  if (grad_tokens.overlaps(grad_out) && args.grad_tokens != args.grad_out)
+  if (grad_tokens.overlaps(grad_out) && !detail::same_view(arrays[4], arrays[2]))
     return Status::invalid(
         "ascan::scan_backward: grad_tokens partly overlaps grad_out (allowed only when equal)");
   if (grad_tokens.overlaps(states))
@@ -229,10 +295,11 @@ Status can_implement(const ScanBackwardArgs<T>& args) {
   if (args.initial_state == nullptr && args.grad_final_state == nullptr &&
       args.grad_initial_state == nullptr)
     return Status::success();
-  const StateLayout layout = detail::resolve_state_layout(args.state_layout, s);
+  const Shape ss = detail::state_shape(s, args.packed);
+  const StateLayout layout = detail::resolve_state_layout(args.state_layout, ss);
   int64_t sextent;
   if (Status st = detail::check_state_layout<T>(
-          s, layout, {args.initial_state, args.grad_final_state, args.grad_initial_state},
+          ss, layout, {args.initial_state, args.grad_final_state, args.grad_initial_state},
           args.grad_initial_state, sextent);
       !st.ok())
     return st;
