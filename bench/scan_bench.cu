@@ -17,6 +17,29 @@
 // (2, 4, 2^24), (1, 128, 2^20)) take the multi-block path where the dispatch picks it (its tile
 // states need no zeroing outside a graph capture; device/agent/tile_lookback.cuh).
 //
+// Layout and packed-sequence rows (registered with the standard grid, f32 and bf16, forward and
+// backward, each a copy row and a scan row as above, grouped so that --benchmark_filter='^layout/'
+// or '^varlen/' selects them):
+//
+//   layout/{copy,scan}/<dtype>/channel_last/B<B>_T<T>_C<C>[/bwd]
+//       the channel-last (B, T, C) layout, ascan::channel_last(B, T, C): (8, T, 1536) for T = 128,
+//       1024, 8192, 65536; (4, 4096, 4096); (1, 2^20, 256); (16, 2048, 2048).
+//   varlen/{copy,scan}/<dtype>/<layout>/<batch>_n<count>/T<total>_C<C>[/bwd]
+//       packed variable-length sequences (args.packed, int32 cu_seqlens copied to the device once
+//       when the row's buffers are set up) in the layouts channel_last, (total, C) =
+//       ascan::channel_last(1, total, C), and time_contiguous, (C, total) =
+//       ascan::time_contiguous(1, C, total). Two batches (varlen_cases below):
+//       loguniform: 2^22 tokens, lengths log-uniform in 1..16384 (std::mt19937_64, seed
+//         kVarlenSeed), the last sequence trimmed so the total is exactly 2^22; 1024 channels
+//         where the row's buffers fit in kVarlenBudget (bf16), else the largest power of two that
+//         does (f32: 512).
+//       skewed: one sequence of 2^22 tokens, then 1000 of length 1 (2^22 + 1000 tokens); 1024
+//         channels if the row's buffers fit in kSkewedBudget, else 256 (f32 and bf16 alike: 256).
+//     The channel count is in the row name. Bytes count as for every row: 3 N (forward) or 5 N
+//     (backward) elements, N = total tokens * channels; no states.
+//   These rows check the first and last sequence as every row does (for packed batches also the
+//   longest sequence and the one after it), reading strided sequences through a device gather.
+//
 // --ascan_shapes=BxCxT[,BxCxT...] registers the forward and backward rows of those shapes (f32
 // and bf16) in place of the standard grid: any shape, measured the same way.
 //
@@ -71,6 +94,8 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
+#include <random>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -246,6 +271,14 @@ __global__ void fill_uniform(T* p, int64_t n, float lo, float hi, uint64_t seed)
   }
 }
 
+// dst[i] = src[i * stride] for i in [0, n): one strided sequence gathered for the checks.
+template <class T>
+__global__ void gather_strided(T* dst, const T* src, int64_t stride, int64_t n) {
+  const int64_t step = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step)
+    dst[i] = src[i * stride];
+}
+
 // ---------------------------------------------------------------------------------------------
 // CUB baseline pieces. Element i is the pair (a_i, b_i) in float, with a_i = 0 where i starts a
 // sequence so that no state crosses from one sequence into the next. compose(earlier, later) =
@@ -396,18 +429,22 @@ struct Workspace {
   size_t cub_temp_bytes = 0;
   void* scratch = nullptr;  // ascan's workspace (multi-block tile states)
   size_t scratch_bytes = 0;
+  int32_t* offsets = nullptr;  // varlen rows: the packed batch's cu_seqlens (count + 1)
 
   void release() {
-    for (void* p :
-         {gates, tokens, out, grad, grad2, h0, final, copy_src, copy_dst, cub_temp, scratch})
+    for (void* p : {gates, tokens, out, grad, grad2, h0, final, copy_src, copy_dst, cub_temp,
+                    scratch, static_cast<void*>(offsets)})
       cudaFree(p);
     *this = Workspace{};
   }
 };
 Workspace g_ws;
 
+// Buffers of a case of `shape`; `offsets`, when given, are copied to g_ws.offsets (varlen rows).
+// Keep workspace_bytes below in step with what this allocates.
 template <class T>
-std::string workspace_for(const std::string& key, const Extent& shape) {
+std::string workspace_for(const std::string& key, const Extent& shape,
+                          const std::vector<int32_t>* offsets = nullptr) {
   if (g_ws.key == key) return {};
   g_ws.release();
   const int64_t n = shape.elements();
@@ -425,6 +462,14 @@ std::string workspace_for(const std::string& key, const Extent& shape) {
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.final, state_bytes), "cudaMalloc(final)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_src, copy_bytes), "cudaMalloc(copy)");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_dst, copy_bytes), "cudaMalloc(copy)");
+  if (err.empty() && offsets != nullptr) {
+    const size_t offset_bytes = offsets->size() * sizeof(int32_t);
+    err = cuda_check(cudaMalloc(&g_ws.offsets, offset_bytes), "cudaMalloc(offsets)");
+    if (err.empty())
+      err = cuda_check(
+          cudaMemcpy(g_ws.offsets, offsets->data(), offset_bytes, cudaMemcpyHostToDevice),
+          "cudaMemcpy(offsets)");
+  }
   if (err.empty()) {
     cudaStream_t s = g_gpu.stream;
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.gates), n, 0.999f, 1.0f, 1);
@@ -447,25 +492,83 @@ std::string workspace_for(const std::string& key, const Extent& shape) {
   return {};
 }
 
-// Compares the first and last sequence of `out` with a double loop over the same stored inputs.
+/// The device memory workspace_for allocates for a case of `elements` elements in `sequences`
+/// sequences with `offset_count` cu_seqlens, plus the flush buffer held for the whole run; ascan's
+/// own workspace (multi-block tile states, if the path needs them) comes on top.
+constexpr size_t workspace_bytes(int64_t elements, int64_t sequences, size_t elem_bytes,
+                                 int64_t offset_count = 0) {
+  const size_t bytes = size_t(elements) * elem_bytes;
+  return 5 * bytes + 2 * (5 * bytes / 2) + 2 * size_t(sequences) * elem_bytes +
+         size_t(offset_count) * sizeof(int32_t) + kFlushBytes;
+}
+
+/// One sequence as the checks read it: `length` steps from element `base`, `stride` elements
+/// apart. `id` names it in messages and indexes the states rows' initial and final state.
+struct SeqRef {
+  int64_t id;
+  int64_t base;
+  int64_t stride;
+  int64_t length;
+};
+
+/// The first and last sequence of a time-contiguous (B, C, T) case.
+std::vector<SeqRef> contiguous_ends(const Extent& shape) {
+  const int64_t last = shape.sequences() - 1;
+  return {{0, 0, 1, shape.length}, {last, last * shape.length, 1, shape.length}};
+}
+
+/// Device staging for the strided sequences of a check (none when all are contiguous).
+struct Staging {
+  void* p = nullptr;
+  Staging() = default;
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  ~Staging() { cudaFree(p); }
+  template <class T>
+  std::string reserve(const std::vector<SeqRef>& seqs) {
+    int64_t longest = 0;
+    for (const SeqRef& s : seqs)
+      if (s.stride != 1) longest = std::max(longest, s.length);
+    if (longest == 0) return {};
+    return cuda_check(cudaMalloc(&p, size_t(longest) * sizeof(T)), "cudaMalloc(check staging)");
+  }
+};
+
+// Copies sequence `s` of `array` to `host`: directly when its steps are contiguous, through a
+// gather into `staging` when strided.
 template <class T>
-std::string check_output(const Extent& shape, bool reverse, bool states) {
-  const int64_t len = shape.length;
-  std::vector<T> a(len), b(len), x(len);
-  for (int64_t seq : {int64_t{0}, shape.sequences() - 1}) {
-    const int64_t off = seq * len;
-    const size_t bytes = size_t(len) * sizeof(T);
-    std::string err = cuda_check(
-        cudaMemcpy(a.data(), static_cast<T*>(g_ws.gates) + off, bytes, cudaMemcpyDeviceToHost),
-        "cudaMemcpy(check)");
-    if (err.empty())
-      err = cuda_check(
-          cudaMemcpy(b.data(), static_cast<T*>(g_ws.tokens) + off, bytes, cudaMemcpyDeviceToHost),
-          "cudaMemcpy(check)");
-    if (err.empty())
-      err = cuda_check(
-          cudaMemcpy(x.data(), static_cast<T*>(g_ws.out) + off, bytes, cudaMemcpyDeviceToHost),
-          "cudaMemcpy(check)");
+std::string read_sequence(const void* array, const SeqRef& s, const Staging& staging,
+                          std::vector<T>& host) {
+  host.resize(size_t(s.length));
+  const T* src = static_cast<const T*>(array) + s.base;
+  const size_t bytes = size_t(s.length) * sizeof(T);
+  if (s.stride == 1)
+    return cuda_check(cudaMemcpy(host.data(), src, bytes, cudaMemcpyDeviceToHost),
+                      "cudaMemcpy(check)");
+  gather_strided<<<1024, 256, 0, g_gpu.stream>>>(static_cast<T*>(staging.p), src, s.stride,
+                                                 s.length);
+  std::string err = cuda_check(cudaGetLastError(), "gather_strided");
+  // g_gpu.stream does not synchronize with the legacy stream cudaMemcpy uses.
+  if (err.empty()) err = cuda_check(cudaStreamSynchronize(g_gpu.stream), "gather_strided");
+  if (err.empty())
+    err = cuda_check(cudaMemcpy(host.data(), staging.p, bytes, cudaMemcpyDeviceToHost),
+                     "cudaMemcpy(check)");
+  return err;
+}
+
+// Compares the sequences `seqs` of `out` with a double loop over the same stored inputs.
+template <class T>
+std::string check_output_seqs(const std::vector<SeqRef>& seqs, bool reverse, bool states) {
+  Staging staging;
+  std::string err = staging.reserve<T>(seqs);
+  if (!err.empty()) return err;
+  std::vector<T> a, b, x;
+  for (const SeqRef& s : seqs) {
+    const int64_t seq = s.id;
+    const int64_t len = s.length;
+    for (auto [array, host] :
+         {std::pair<void*, std::vector<T>*>{g_ws.gates, &a}, {g_ws.tokens, &b}, {g_ws.out, &x}})
+      if (err.empty()) err = read_sequence(array, s, staging, *host);
     if (!err.empty()) return err;
     double state = 0.0;
     T h0{}, fin{};
@@ -499,24 +602,29 @@ std::string check_output(const Extent& shape, bool reverse, bool states) {
   return {};
 }
 
-// Compares the first and last sequence of the backward pass's outputs with the double loop
+// Compares the first and last sequence of `out` with a double loop over the same stored inputs.
+template <class T>
+std::string check_output(const Extent& shape, bool reverse, bool states) {
+  return check_output_seqs<T>(contiguous_ends(shape), reverse, states);
+}
+
+// Compares the sequences `seqs` of the backward pass's outputs with the double loop
 //   d[t] = a[t+1] d[t+1] + g[t] (mirrored when reversed), da[t] = d[t] x[t-1], db[t] = d[t].
 template <class T>
-std::string check_backward(const Extent& shape, bool reverse) {
-  const int64_t len = shape.length;
-  std::vector<T> a(len), x(len), g(len), da(len), db(len);
-  for (int64_t seq : {int64_t{0}, shape.sequences() - 1}) {
-    const int64_t off = seq * len;
-    const size_t bytes = size_t(len) * sizeof(T);
-    std::string err;
-    for (auto [dst, src] : {std::pair<T*, void*>{a.data(), g_ws.gates},
-                            {x.data(), g_ws.tokens},
-                            {g.data(), g_ws.grad},
-                            {da.data(), g_ws.out},
-                            {db.data(), g_ws.grad2}})
-      if (err.empty())
-        err = cuda_check(cudaMemcpy(dst, static_cast<T*>(src) + off, bytes, cudaMemcpyDeviceToHost),
-                         "cudaMemcpy(check)");
+std::string check_backward_seqs(const std::vector<SeqRef>& seqs, bool reverse) {
+  Staging staging;
+  std::string err = staging.reserve<T>(seqs);
+  if (!err.empty()) return err;
+  std::vector<T> a, x, g, da, db;
+  for (const SeqRef& s : seqs) {
+    const int64_t seq = s.id;
+    const int64_t len = s.length;
+    for (auto [array, host] : {std::pair<void*, std::vector<T>*>{g_ws.gates, &a},
+                               {g_ws.tokens, &x},
+                               {g_ws.grad, &g},
+                               {g_ws.out, &da},
+                               {g_ws.grad2, &db}})
+      if (err.empty()) err = read_sequence(array, s, staging, *host);
     if (!err.empty()) return err;
     double d = 0.0;
     for (int64_t k = 0; k < len; ++k) {  // scan order: from the forward's last step back
@@ -538,6 +646,12 @@ std::string check_backward(const Extent& shape, bool reverse) {
     }
   }
   return {};
+}
+
+// Compares the first and last sequence of the backward pass's outputs with the double loop.
+template <class T>
+std::string check_backward(const Extent& shape, bool reverse) {
+  return check_backward_seqs<T>(contiguous_ends(shape), reverse);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -828,6 +942,32 @@ std::string measure_cub(const Extent& shape, double* ms) {
 
 using Measure = std::string (*)(const Extent&, bool, double*);
 
+// The time (the operation's median, the copy's on a copy row), the counters and the summary of
+// a row that ran; `bytes` the traffic the operation must move.
+void report_row(benchmark::State& state, Op op, const std::string& case_name, double bytes,
+                double copy_ms, double op_ms) {
+  if (op == Op::kCopy) op_ms = copy_ms;
+
+  for (auto _ : state) state.SetIterationTime(op_ms / 1e3);
+
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["copy_us"] = copy_ms * 1e3;
+  state.counters["scan_us"] = op_ms * 1e3;
+  state.counters["efficiency"] = copy_ms / op_ms;
+  if (op == Op::kTune || op == Op::kPath || op == Op::kLookback) return;
+  Summary& sum = g_summary[case_name];
+  if (op == Op::kScan || op == Op::kBackward) {
+    sum.scan_us = op_ms * 1e3;
+    sum.copy_us = copy_ms * 1e3;
+  } else if (op == Op::kCub) {
+    sum.cub_us = op_ms * 1e3;
+    sum.cub_copy_us = copy_ms * 1e3;
+  } else if (std::isnan(sum.copy_us)) {
+    sum.copy_us = copy_ms * 1e3;
+  }
+}
+
 template <class T>
 void run_row(benchmark::State& state, Op op, const std::string& case_name, const Extent& shape,
              bool reverse, bool backward, bool states = false, int row = -1,
@@ -878,30 +1018,11 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
     state.SkipWithError(err.c_str());
     return;
   }
-  if (op == Op::kCopy) op_ms = copy_ms;
-
-  for (auto _ : state) state.SetIterationTime(op_ms / 1e3);
-
   // States rows move two (B, C) arrays more; the copy row of the same shape stands beside them.
   const double bytes =
       (double(streams) * double(g_ws.n) + (states ? 2.0 * double(shape.sequences()) : 0.0)) *
       sizeof(T);
-  state.counters["bytes_per_second"] =
-      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["copy_us"] = copy_ms * 1e3;
-  state.counters["scan_us"] = op_ms * 1e3;
-  state.counters["efficiency"] = copy_ms / op_ms;
-  if (op == Op::kTune || op == Op::kPath || op == Op::kLookback) return;
-  Summary& sum = g_summary[case_name];
-  if (op == Op::kScan || op == Op::kBackward) {
-    sum.scan_us = op_ms * 1e3;
-    sum.copy_us = copy_ms * 1e3;
-  } else if (op == Op::kCub) {
-    sum.cub_us = op_ms * 1e3;
-    sum.cub_copy_us = copy_ms * 1e3;
-  } else if (std::isnan(sum.copy_us)) {
-    sum.copy_us = copy_ms * 1e3;
-  }
+  report_row(state, op, case_name, bytes, copy_ms, op_ms);
 }
 
 template <class T>
@@ -1012,6 +1133,206 @@ void register_multi_tuning(const GridRow& row, bool paths, bool candidates) {
     else
       each(ForwardCandidates<T>{}, std::false_type{});
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout and packed-sequence (varlen) rows: the same copy and scan rows as register_case's, on
+// the channel-last layout and on packed batches of varied lengths (see the top of the file).
+
+enum class Layout { kTimeContiguous, kChannelLast };
+
+/// The seed of the log-uniform batch's lengths (std::mt19937_64): the batch is the same in every
+/// run and on every machine.
+constexpr uint64_t kVarlenSeed = 20251201;
+constexpr int64_t kVarlenTokens = int64_t{1} << 22;  // the log-uniform batch's total
+constexpr int64_t kVarlenMaxLength = 16384;
+constexpr int64_t kSkewedShort = 1000;  // sequences of length 1 after the skewed batch's long one
+constexpr int64_t kVarlenChannels = 1024;
+/// What one varlen row may hold on the device (workspace_bytes: five arrays of N elements, the
+/// copy's two buffers of 5 N / 2, the flush buffer): of the H200's ~140 GiB, 130 for the
+/// log-uniform batch; 60 for the skewed one, which otherwise runs at 256 channels.
+constexpr size_t kVarlenBudget = size_t{130} << 30;
+constexpr size_t kSkewedBudget = size_t{60} << 30;
+
+/// cu_seqlens of lengths floor(exp(u * ln(max_length + 1))), u uniform in [0, 1) from the top 53
+/// bits of one std::mt19937_64 draw (so no library's distribution code enters): log-uniform over
+/// 1..max_length. Drawn until the total reaches `total`; the last length is trimmed to hit it.
+std::vector<int32_t> loguniform_offsets(int64_t total, int64_t max_length, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const double log_range = std::log(double(max_length) + 1.0);
+  std::vector<int32_t> offsets = {0};
+  int64_t sum = 0;
+  while (sum < total) {
+    const double u = double(rng() >> 11) * 0x1.0p-53;
+    int64_t length = std::clamp<int64_t>(int64_t(std::exp(u * log_range)), 1, max_length);
+    length = std::min(length, total - sum);
+    sum += length;
+    offsets.push_back(static_cast<int32_t>(sum));
+  }
+  return offsets;
+}
+
+/// cu_seqlens of one sequence of `long_length` tokens followed by `short_count` of length 1.
+std::vector<int32_t> skewed_offsets(int64_t long_length, int64_t short_count) {
+  std::vector<int32_t> offsets = {0};
+  for (int64_t i = 0; i <= short_count; ++i)
+    offsets.push_back(static_cast<int32_t>(long_length + i));
+  return offsets;
+}
+
+struct LayoutCase {
+  std::string name;     // the row name after "<group>/<op>/<dtype>/", without "/bwd"
+  std::string buffers;  // the workspace key after "<dtype>/": cases that share it share buffers
+  Extent extent;        // (B, C, T) sizes; packed: (1, C, total tokens)
+  Layout layout = Layout::kChannelLast;
+  std::shared_ptr<const std::vector<int32_t>> offsets;  // packed: count + 1 cu_seqlens; else null
+
+  int64_t count() const { return offsets ? int64_t(offsets->size()) - 1 : 0; }
+  ascan::Shape shape() const {
+    return layout == Layout::kChannelLast
+               ? ascan::channel_last(extent.batch, extent.length, extent.channels)
+               : ascan::time_contiguous(extent.batch, extent.channels, extent.length);
+  }
+  int64_t length(int64_t n) const { return (*offsets)[n + 1] - (*offsets)[n]; }
+  /// Sequence (b, c) as the checks read it; b is the packed sequence's index when packed.
+  SeqRef seq(int64_t b, int64_t c) const {
+    const ascan::Shape s = shape();
+    const int64_t id = b * extent.channels + c;
+    if (!offsets)
+      return {id, b * s.batch_stride + c * s.channel_stride, s.time_stride, extent.length};
+    return {id, c * s.channel_stride + (*offsets)[b] * s.time_stride, s.time_stride, length(b)};
+  }
+  /// The first and the last sequence; packed, also the longest and the one after it.
+  std::vector<SeqRef> check_seqs() const {
+    const int64_t last_channel = extent.channels - 1;
+    if (!offsets) return {seq(0, 0), seq(extent.batch - 1, last_channel)};
+    const int64_t n = count();
+    int64_t longest = 0;
+    for (int64_t i = 1; i < n; ++i)
+      if (length(i) > length(longest)) longest = i;
+    std::vector<SeqRef> seqs = {seq(0, 0), seq(longest, extent.channels / 2)};
+    if (longest + 1 < n) seqs.push_back(seq(longest + 1, std::min<int64_t>(1, last_channel)));
+    seqs.push_back(seq(n - 1, last_channel));
+    return seqs;
+  }
+};
+
+/// The channel-last rows: (B, T, C) tensors, ascan::channel_last(B, T, C).
+std::vector<LayoutCase> layout_cases() {
+  std::vector<LayoutCase> cases;
+  auto add = [&](int64_t b, int64_t t, int64_t c) {
+    const std::string name =
+        "channel_last/B" + std::to_string(b) + "_T" + std::to_string(t) + "_C" + std::to_string(c);
+    cases.push_back({name, name, Extent{b, c, t}, Layout::kChannelLast, nullptr});
+  };
+  for (int k : {7, 10, 13, 16}) add(8, int64_t{1} << k, 1536);
+  add(4, 4096, 4096);
+  add(1, int64_t{1} << 20, 256);
+  add(16, 2048, 2048);
+  return cases;
+}
+
+/// The packed rows for elements of `elem_bytes`: each batch in both layouts, at the channel count
+/// whose buffers fit the batch's budget (kVarlenBudget: the largest power of two up to
+/// kVarlenChannels, f32 512 and bf16 1024; kSkewedBudget: kVarlenChannels or else 256, 256 for
+/// both dtypes). Offsets are int32.
+std::vector<LayoutCase> varlen_cases(size_t elem_bytes) {
+  static const auto loguniform = std::make_shared<const std::vector<int32_t>>(
+      loguniform_offsets(kVarlenTokens, kVarlenMaxLength, kVarlenSeed));
+  static const auto skewed =
+      std::make_shared<const std::vector<int32_t>>(skewed_offsets(kVarlenTokens, kSkewedShort));
+  auto fits = [&](const std::vector<int32_t>& offsets, int64_t channels, size_t budget) {
+    return workspace_bytes(int64_t{offsets.back()} * channels, channels, elem_bytes,
+                           int64_t(offsets.size())) <= budget;
+  };
+  std::vector<LayoutCase> cases;
+  for (const auto& [batch, offsets] :
+       {std::pair<const char*, std::shared_ptr<const std::vector<int32_t>>>{"loguniform",
+                                                                            loguniform},
+        {"skewed", skewed}}) {
+    const bool is_skewed = offsets == skewed;
+    int64_t channels = kVarlenChannels;
+    if (is_skewed) {
+      if (!fits(*offsets, channels, kSkewedBudget)) channels = 256;
+    } else {
+      while (channels > 1 && !fits(*offsets, channels, kVarlenBudget)) channels /= 2;
+    }
+    const int64_t total = offsets->back();
+    const std::string sizes = std::string(batch) + "_n" + std::to_string(offsets->size() - 1) +
+                              "/T" + std::to_string(total) + "_C" + std::to_string(channels);
+    // Both layouts hold the same elements (filled by flat index): one set of buffers.
+    for (Layout layout : {Layout::kChannelLast, Layout::kTimeContiguous})
+      cases.push_back(
+          {std::string(layout == Layout::kChannelLast ? "channel_last/" : "time_contiguous/") +
+               sizes,
+           "varlen/" + sizes, Extent{1, channels, total}, layout, offsets});
+  }
+  return cases;
+}
+
+template <class T>
+void run_layout_row(benchmark::State& state, Op op, const std::string& case_name,
+                    const LayoutCase& c, bool backward) {
+  if (const std::string& err = gpu_setup(); !err.empty()) {
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  const int streams = backward ? 5 : 3;
+  std::string err = workspace_for<T>(std::string(DtypeInfo<T>::kName) + "/" + c.buffers, c.extent,
+                                     c.offsets.get());
+  double copy_ms = 0.0, op_ms = 0.0;
+  if (err.empty()) err = measure_copy<T>(streams, &copy_ms);
+  if (err.empty() && op != Op::kCopy) {
+    // Poison the outputs (all-ones bytes are NaN in every dtype) so stale results cannot pass.
+    for (void* out : {g_ws.out, g_ws.grad2})
+      if (err.empty())
+        err = cuda_check(cudaMemsetAsync(out, 0xFF, size_t(g_ws.n) * sizeof(T), g_gpu.stream),
+                         "cudaMemsetAsync(out)");
+    const ascan::Packed packed =
+        c.offsets ? ascan::packed(static_cast<const int32_t*>(g_ws.offsets), c.count())
+                  : ascan::Packed{};
+    if (err.empty() && backward) {
+      ascan::ScanBackwardArgs<T> args = backward_args<T>(c.extent, false);
+      args.shape = c.shape();
+      args.packed = packed;
+      err = measure_two_phase(
+          "ascan::scan_backward",
+          [&](void* w, size_t& b) { return ascan::scan_backward(args, w, b, g_gpu.stream); },
+          &op_ms);
+    } else if (err.empty()) {
+      ascan::ScanArgs<T> args = forward_args<T>(c.extent, false, false);
+      args.shape = c.shape();
+      args.packed = packed;
+      err = measure_two_phase(
+          "ascan::scan", [&](void* w, size_t& b) { return ascan::scan(args, w, b, g_gpu.stream); },
+          &op_ms);
+    }
+    if (err.empty())
+      err = backward ? check_backward_seqs<T>(c.check_seqs(), false)
+                     : check_output_seqs<T>(c.check_seqs(), false, false);
+  }
+  if (!err.empty()) {
+    cudaGetLastError();  // clear a non-sticky error so the next case starts clean
+    state.SkipWithError(err.c_str());
+    return;
+  }
+  report_row(state, op, case_name, double(streams) * double(g_ws.n) * sizeof(T), copy_ms, op_ms);
+}
+
+/// The copy and scan rows of one layout or varlen case, "<group>/{copy,scan}/<dtype>/<name>".
+template <class T>
+void register_layout_case(const char* group, const LayoutCase& c, bool backward) {
+  const std::string tail =
+      std::string(DtypeInfo<T>::kName) + "/" + c.name + (backward ? "/bwd" : "");
+  const std::string case_name = std::string(group) + "/" + tail;
+  g_case_order.push_back(case_name);
+  for (Op op : {Op::kCopy, backward ? Op::kBackward : Op::kScan})
+    benchmark::RegisterBenchmark(
+        (std::string(group) + (op == Op::kCopy ? "/copy/" : "/scan/") + tail).c_str(),
+        [=](benchmark::State& st) { run_layout_row<T>(st, op, case_name, c, backward); })
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMicrosecond);
 }
 
 void print_summary(FILE* f) {
@@ -1138,6 +1459,20 @@ int main(int argc, char** argv) {
           register_case<T>(row);
       });
     }
+  }
+
+  // The layout and varlen rows go with the standard grid; a case's forward and backward rows
+  // are adjacent, so that they share its buffers.
+  for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
+    if (tune_multi || tune || !shapes.empty()) break;
+    with_dtype(d, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      for (const auto& [group, cases] :
+           {std::pair<const char*, std::vector<LayoutCase>>{"layout", layout_cases()},
+            {"varlen", varlen_cases(sizeof(T))}})
+        for (const LayoutCase& c : cases)
+          for (bool backward : {false, true}) register_layout_case<T>(group, c, backward);
+    });
   }
 
   benchmark::Initialize(&argc, argv);

@@ -27,6 +27,7 @@
 // the state: correct for every call, fast only where the slabs alone fill the GPU.
 #pragma once
 
+#include <cuda_pipeline_primitives.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -48,11 +49,13 @@ constexpr int kRowThreads = 256;
 constexpr int kRowGroups = kRowThreads / kRowLanes;       ///< 32 row groups per tile
 constexpr int kRowWarps = kRowThreads / kWarpThreads;     ///< 8
 constexpr int kRowGroupsPerWarp = kWarpThreads / kRowLanes;  ///< 4
+/// Aggregates a look-back loads per round (one per row group), folded in order by warp 0.
+constexpr int kFoldBatch = 16;
 
-/// Rows per thread: forward 8 (two streams in), backward 4 (three); half that with 16-bit
-/// vectors (eight channels a thread), which hold twice the values per register loaded.
+/// Rows per thread: forward 8 (two streams in), backward 4 (three): 32 or 48 KiB of shared
+/// memory per block on the vector path (RowStage), three or four blocks per multiprocessor.
 template <bool kBackward, int kVec>
-constexpr int kRowsPerThread = (kBackward ? 4 : 8) / (kVec >= 8 ? 2 : 1);
+constexpr int kRowsPerThread = kBackward ? 4 : 8;
 
 /// One array of the row path: its pointer and strides in elements. With packed sequences the
 /// batch stride is 0 and the time index is the row's position in the packed axis.
@@ -221,20 +224,64 @@ __device__ __forceinline__ void store_row(T* base, int64_t at, int64_t cstride, 
   }
 }
 
+/// Where a thread holds the rows it loaded. On the vector path the loads go straight to shared
+/// memory by asynchronous copies (cp.async, no registers held while they fly), one 16-byte slot
+/// per (array, row, thread), consecutive threads in consecutive slots; the block's residency is
+/// then set by shared memory, not registers, and more blocks per multiprocessor overlap one
+/// block's look-back with another's loads. The scalar path holds its rows in registers.
+template <class T, int kVec, int kRows, int kArrays, bool kShared = kVec * sizeof(T) == 16>
+struct RowStage {
+  T v[kArrays][kRows][kVec];
+  __device__ __forceinline__ explicit RowStage(uint4*) {}
+  __device__ __forceinline__ void load(int array, int row, const T* src, int64_t cstride) {
+    load_row<kVec>(src, 0, cstride, v[array][row]);
+  }
+  __device__ __forceinline__ void wait() {}
+  __device__ __forceinline__ void get(int array, int row, T (&out)[kVec]) const {
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) out[i] = v[array][row][i];
+  }
+  static constexpr int shared_bytes() { return 0; }
+};
+template <class T, int kVec, int kRows, int kArrays>
+struct RowStage<T, kVec, kRows, kArrays, true> {
+  uint4* slots;  // dynamic shared memory: [array][row][thread]
+  __device__ __forceinline__ explicit RowStage(uint4* s) : slots(s) {}
+  __device__ __forceinline__ uint4* slot(int array, int row) const {
+    return slots + (array * kRows + row) * kRowThreads + threadIdx.x;
+  }
+  __device__ __forceinline__ void load(int array, int row, const T* src, int64_t) {
+    __pipeline_memcpy_async(slot(array, row), src, 16);
+  }
+  __device__ __forceinline__ void wait() {
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+  }
+  __device__ __forceinline__ void get(int array, int row, T (&out)[kVec]) const {
+    const uint4 w = *slot(array, row);
+    memcpy(out, &w, 16);
+  }
+  static constexpr int shared_bytes() { return kArrays * kRows * kRowThreads * 16; }
+};
+
 /// The row path's kernel. One block per (tile, slab), tile-major, so a tile's predecessors in
 /// its chain have lower block indices; with `sequential`, one block per slab walks its tiles in
 /// order and nothing is looked back.
 template <class T, bool kBackward, bool kDesc, int kVec>
-__global__ void __launch_bounds__(kRowThreads, 2)
+__global__ void __launch_bounds__(kRowThreads, 3)
     row_kernel(const RowParams<T> p, const RowStates<compute_t<T>> st, const bool sequential) {
   using C = compute_t<T>;
   using Pairs = CutPairs<C, kVec>;
   constexpr int kRows = kRowsPerThread<kBackward, kVec>;
   constexpr int kTileRows = kRowGroups * kRows;
   constexpr int kWidth = kRowLanes * kVec;
+  using Stage = RowStage<T, kVec, kRows, kBackward ? 3 : 2>;
+  extern __shared__ uint4 row_shared[];
 
   __shared__ Pairs warp_total[kRowWarps][kRowLanes];
   __shared__ C carry_shared[kWidth];
+  __shared__ Affine<C> fold_shared[kFoldBatch][kWidth];
+  __shared__ int64_t found_shared;
   __shared__ bool need_shared;
 
   const int tid = threadIdx.x;
@@ -269,7 +316,9 @@ __global__ void __launch_bounds__(kRowThreads, 2)
 
     // ---- load: forward a, b at each position; backward g at each position, the gate one
     // position earlier (a[t+1] in the forward's order) and the state one later (x[t-1]).
-    T ra[kRows][kVec], rb[kRows][kVec], rx[kRows][kVec];
+    // arrays: 0 gates (backward: one position earlier), 1 tokens (backward: grad_out),
+    // 2 (backward) states one position later
+    Stage stage(row_shared);
     uint32_t first_mask = 0, last_mask = 0;
     RowSegment seg0{};  // the sequence of the thread's first position
     {
@@ -295,22 +344,21 @@ __global__ void __launch_bounds__(kRowThreads, 2)
         if constexpr (kBackward) {
           // the gate of position i serves position i + 1, the state of position i serves i - 1
           if (i + 1 < kRows)
-            load_row<kVec>(p.in[0].ptr, walk.element(p.in[0], seg, r, c0), p.in[0].channel_stride,
-                           ra[i + 1]);
+            stage.load(0, i + 1, p.in[0].ptr + walk.element(p.in[0], seg, r, c0),
+                       p.in[0].channel_stride);
           if (i >= 0 && i < kRows)
-            load_row<kVec>(p.in[2].ptr, walk.element(p.in[2], seg, r, c0), p.in[2].channel_stride,
-                           rb[i]);
+            stage.load(1, i, p.in[2].ptr + walk.element(p.in[2], seg, r, c0),
+                       p.in[2].channel_stride);
           if (i >= 1)
-            load_row<kVec>(p.in[1].ptr, walk.element(p.in[1], seg, r, c0), p.in[1].channel_stride,
-                           rx[i - 1]);
+            stage.load(2, i - 1, p.in[1].ptr + walk.element(p.in[1], seg, r, c0),
+                       p.in[1].channel_stride);
         } else {
-          load_row<kVec>(p.in[0].ptr, walk.element(p.in[0], seg, r, c0), p.in[0].channel_stride,
-                         ra[i]);
-          load_row<kVec>(p.in[1].ptr, walk.element(p.in[1], seg, r, c0), p.in[1].channel_stride,
-                         rb[i]);
+          stage.load(0, i, p.in[0].ptr + walk.element(p.in[0], seg, r, c0), p.in[0].channel_stride);
+          stage.load(1, i, p.in[1].ptr + walk.element(p.in[1], seg, r, c0), p.in[1].channel_stride);
         }
       }
     }
+    stage.wait();
     const int valid = p0 >= p.rows ? 0 : (p.rows - p0 < kRows ? int(p.rows - p0) : kRows);
 
     // The value at a reset (the first position of a sequence in scan order): forward a*h0 + b,
@@ -322,8 +370,11 @@ __global__ void __launch_bounds__(kRowThreads, 2)
     };
     // The element pair of position i: (alpha, beta).
     const auto element = [&](int i, C (&alpha)[kVec], C (&beta)[kVec]) {
-      widen<kVec>(ra[i], alpha);
-      widen<kVec>(rb[i], beta);
+      T ta[kVec], tb[kVec];
+      stage.get(0, i, ta);
+      stage.get(1, i, tb);
+      widen<kVec>(ta, alpha);
+      widen<kVec>(tb, beta);
     };
 
     // ---- this thread's aggregate
@@ -408,20 +459,25 @@ __global__ void __launch_bounds__(kRowThreads, 2)
     compose_into(before, excl);  // excl := before then excl
     const bool need = need_shared;
 
-    // ---- the state before the tile: looked back (warp 0), or carried (sequential)
+    // ---- the state before the tile: looked back, or carried (sequential). Warp 0 publishes
+    // and finds the nearest predecessor with an inclusive state; the whole block then loads
+    // the aggregates after it, kFoldBatch tiles a round, and warp 0 folds them in order.
+    const int64_t rec = slab * p.tiles + tile;
+    const int64_t chan = int64_t(lane) * kVec;  // this lane's first channel within the slab
+    const uint64_t tag = st.tag << 2;
+    const bool fold = !sequential && tile > 0 && need;
+    const bool folder = warp == 0 && group_in_warp == 0;
+    Pairs total;
+    C carry[kVec];
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) carry[v] = C(0);
     if (warp == 0) {
-      Pairs total = before;  // warp 0: before is the identity; fold every warp's total
+      total = before;  // warp 0: before is the identity; fold every warp's total
       for (int w = 0; w < kRowWarps; ++w) {
         Pairs t = warp_total[w][lane];
         compose_into(total, t);
         total = t;
       }
-      C carry[kVec];
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) carry[v] = C(0);
-      const int64_t rec = slab * p.tiles + tile;
-      const int64_t chan = int64_t(lane) * kVec;  // this lane's first channel within the slab
-      const uint64_t tag = st.tag << 2;
       if (sequential) {
         if (tile > 0 && need) {
 #pragma unroll
@@ -443,13 +499,12 @@ __global__ void __launch_bounds__(kRowThreads, 2)
         __syncwarp();
         if (tid == 0)
           store_release(st.flags + rec, tag | (total.cut ? kRowInclusive : kRowAggregate));
-        if (tile > 0 && need) {
-          // find the nearest predecessor with an inclusive state, every tile after it with its
+        if (fold) {
+          // the nearest predecessor with an inclusive state, every tile after it with its
           // aggregate
           int64_t base = tile - 1;
-          int64_t found = -1;
           for (;;) {
-            const int64_t j = base - (tid % kWarpThreads);
+            const int64_t j = base - tid;
             // before the chain's first tile: nothing (tile 0 always turns inclusive)
             const uint64_t f = j >= 0 ? load_acquire(st.flags + slab * p.tiles + j) : 0;
             const bool ours = (f & ~uint64_t(3)) == tag;
@@ -459,7 +514,7 @@ __global__ void __launch_bounds__(kRowThreads, 2)
               const int nearest = __ffs(inc) - 1;
               const unsigned below = nearest == 0 ? 0u : (0xffffffffu >> (32 - nearest));
               if ((agg & below) == below) {
-                found = base - nearest;
+                if (tid == 0) found_shared = base - nearest;
                 break;
               }
             } else if (agg == 0xffffffffu) {
@@ -468,32 +523,50 @@ __global__ void __launch_bounds__(kRowThreads, 2)
             }
             __nanosleep(32);
           }
-          __syncwarp();
-          if (group_in_warp == 0) {
-            const int64_t srec = slab * p.tiles;
+        }
+      }
+    }
+    if (fold) {
+      __syncthreads();
+      const int64_t found = found_shared;
+      const int64_t srec = slab * p.tiles;
+      if (folder) {
 #pragma unroll
-            for (int v = 0; v < kVec; ++v)
-              carry[v] = __ldcg(st.inclusive + (srec + found) * kWidth + chan + v);
-            for (int64_t j = found + 1; j < tile; ++j) {
+        for (int v = 0; v < kVec; ++v)
+          carry[v] = __ldcg(st.inclusive + (srec + found) * kWidth + chan + v);
+      }
+      for (int64_t j0 = found + 1; j0 < tile; j0 += kFoldBatch) {
+        const int64_t n = tile - j0 < kFoldBatch ? tile - j0 : kFoldBatch;
+        if (group < n) {
+          const C* q = reinterpret_cast<const C*>(st.pairs + (srec + j0 + group) * kWidth + chan);
 #pragma unroll
-              for (int v = 0; v < kVec; ++v) {
-                const C* q = reinterpret_cast<const C*>(st.pairs + (srec + j) * kWidth + chan + v);
-                carry[v] = fma(__ldcg(q), carry[v], __ldcg(q + 1));
-              }
+          for (int v = 0; v < kVec; ++v)
+            fold_shared[group][chan + v] = Affine<C>{__ldcg(q + 2 * v), __ldcg(q + 2 * v + 1)};
+        }
+        __syncthreads();
+        if (folder) {
+          for (int g = 0; g < n; ++g) {
+#pragma unroll
+            for (int v = 0; v < kVec; ++v) {
+              const Affine<C> f = fold_shared[g][chan + v];
+              carry[v] = fma(f.a, carry[v], f.b);
             }
           }
         }
+        __syncthreads();
+      }
+    }
+    if (warp == 0) {
+      if (!sequential && !total.cut) {
         // publish the inclusive state
-        if (!total.cut) {
-          if (group_in_warp == 0) {
+        if (group_in_warp == 0) {
 #pragma unroll
-            for (int v = 0; v < kVec; ++v)
-              st.inclusive[rec * kWidth + chan + v] = fma(total.a[v], carry[v], total.b[v]);
-            __threadfence();
-          }
-          __syncwarp();
-          if (tid == 0) store_release(st.flags + rec, tag | kRowInclusive);
+          for (int v = 0; v < kVec; ++v)
+            st.inclusive[rec * kWidth + chan + v] = fma(total.a[v], carry[v], total.b[v]);
+          __threadfence();
         }
+        __syncwarp();
+        if (tid == 0) store_release(st.flags + rec, tag | kRowInclusive);
       }
       if (group_in_warp == 0) {
 #pragma unroll
@@ -535,7 +608,9 @@ __global__ void __launch_bounds__(kRowThreads, 2)
               prev[v] = p.state_in != nullptr ? to_compute<C>(p.state_in[walk.state(s.n, c0 + v)])
                                               : C(0);
           } else {
-            widen<kVec>(rx[i], prev);
+            T tx[kVec];
+            stage.get(2, i, tx);
+            widen<kVec>(tx, prev);
           }
           T gg[kVec], gt[kVec];
 #pragma unroll
@@ -598,8 +673,8 @@ bool row_vector_ok(const RowArray<P>& a, int64_t channels) {
 /// Tiles of the row path for `p` with vectors of kVec channels: (slabs, tiles per slab).
 template <class T, bool kBackward>
 void row_grid(int64_t channels, int64_t rows, int kVec, int64_t& slabs, int64_t& tiles) {
-  const int64_t kTileRows = int64_t(kRowGroups) * (kVec >= 8 ? kRowsPerThread<kBackward, 8>
-                                                              : kRowsPerThread<kBackward, 1>);
+  (void)kVec;
+  const int64_t kTileRows = int64_t(kRowGroups) * kRowsPerThread<kBackward, 1>;
   slabs = ceil_div(channels, int64_t(kRowLanes) * kVec);
   tiles = ceil_div(rows, kTileRows);
 }
@@ -638,8 +713,16 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
     }
   }
   const int64_t blocks = sequential ? p.slabs : p.slabs * p.tiles;
-  row_kernel<T, kBackward, kDesc, kVec>
-      <<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(p, st, sequential);
+  constexpr int kShared =
+      RowStage<T, kVec, kRowsPerThread<kBackward, kVec>, kBackward ? 3 : 2>::shared_bytes();
+  constexpr auto kKernel = &row_kernel<T, kBackward, kDesc, kVec>;
+  if constexpr (kShared > 48 * 1024) {
+    // set on every launch: a host call that does not synchronize
+    const cudaError_t e =
+        cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
+    if (e != cudaSuccess) return e;
+  }
+  kKernel<<<static_cast<unsigned>(blocks), kRowThreads, kShared, stream>>>(p, st, sequential);
   return cudaGetLastError();
 }
 
