@@ -716,8 +716,9 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
   constexpr int kShared =
       RowStage<T, kVec, kRowsPerThread<kBackward, kVec>, kBackward ? 3 : 2>::shared_bytes();
   constexpr auto kKernel = &row_kernel<T, kBackward, kDesc, kVec>;
-  if constexpr (kShared > 48 * 1024) {
-    // set on every launch: a host call that does not synchronize
+  if constexpr (kShared > 0) {
+    // the default allowance is 48 KiB less the static shared memory, which the backward tile
+    // (48 KiB staged) exceeds; set on every launch: a host call that does not synchronize
     const cudaError_t e =
         cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
     if (e != cudaSuccess) return e;
