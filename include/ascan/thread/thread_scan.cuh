@@ -6,7 +6,12 @@
 // those layers hand back. In a reverse scan the items are taken from the last to the first.
 #pragma once
 
+// affine.cuh one folder up, as installed; or beside this file, where a user copied the two.
+#if __has_include("affine.cuh")
+#include "affine.cuh"
+#else
 #include "../affine.cuh"
+#endif
 
 namespace ascan {
 

@@ -6,7 +6,12 @@
 // earlier operand is always on the left of compose. Needs only ../affine.cuh.
 #pragma once
 
+// affine.cuh one folder up, as installed; or beside this file, where a user copied the two.
+#if __has_include("affine.cuh")
+#include "affine.cuh"
+#else
 #include "../affine.cuh"
+#endif
 
 namespace ascan {
 
