@@ -78,6 +78,13 @@ enum class Id {
   kInitialStateOverlapsGradGates,
   kInitialStateOverlapsGradTokens,
   kGradFinalStateOverlapsGradGates,
+  // refused: arithmetic at the edges (issue 21)
+  kLengthInt64Max,
+  kGradInitialStateExtentWraps,
+  kGradInitialStateEndsPastAddressSpace,
+  kPackedCountInt64Max,
+  kPackedOffsetsInsideGradTokens,
+  kGradHalvesOneOff,
   // accepted since time strides other than 1 are scanned by the row path
   kTimeStrideTwo,
   // accepted
@@ -100,6 +107,9 @@ enum class Id {
   kEmptyChannelsNullPointers,
   kEmptyLengthNullPointers,
   kEmptyNullPointersWithStates,
+  // accepted since overlap is decided exactly for arrays of the same strides (issue 21)
+  kGradHalvesOfOneBuffer,
+  kGradInitialStateInterleavedWithInitialState,
 };
 
 struct ArgsCase {
@@ -158,6 +168,12 @@ const ArgsCase kCases[] = {
     {Id::kInitialStateOverlapsGradGates, "InitialStateOverlapsGradGates", kInvalid},
     {Id::kInitialStateOverlapsGradTokens, "InitialStateOverlapsGradTokens", kInvalid},
     {Id::kGradFinalStateOverlapsGradGates, "GradFinalStateOverlapsGradGates", kInvalid},
+    {Id::kLengthInt64Max, "LengthInt64Max", kInvalid},
+    {Id::kGradInitialStateExtentWraps, "GradInitialStateExtentWraps", kInvalid},
+    {Id::kGradInitialStateEndsPastAddressSpace, "GradInitialStateEndsPastAddressSpace", kInvalid},
+    {Id::kPackedCountInt64Max, "PackedCountInt64Max", kInvalid},
+    {Id::kPackedOffsetsInsideGradTokens, "PackedOffsetsInsideGradTokens", kInvalid},
+    {Id::kGradHalvesOneOff, "GradHalvesOneOff", kInvalid},
     {Id::kTimeStrideTwo, "TimeStrideTwo", kOk},
     {Id::kBaseline, "Baseline", kOk},
     {Id::kNoStates, "NoStates", kOk},
@@ -179,7 +195,13 @@ const ArgsCase kCases[] = {
     {Id::kEmptyChannelsNullPointers, "EmptyChannelsNullPointers", kOk},
     {Id::kEmptyLengthNullPointers, "EmptyLengthNullPointers", kOk},
     {Id::kEmptyNullPointersWithStates, "EmptyNullPointersWithStates", kOk},
+    {Id::kGradHalvesOfOneBuffer, "GradHalvesOfOneBuffer", kOk},
+    {Id::kGradInitialStateInterleavedWithInitialState,
+     "GradInitialStateInterleavedWithInitialState", kOk},
 };
+
+/// Packed offsets for the packed cases (host memory: never read, every such case is refused).
+const int64_t kOffsets64[3] = {0, 50, 100};
 
 template <class T>
 const T* misalign(const T* p) {
@@ -339,6 +361,37 @@ ScanBackwardArgs<T> make_args(Id id, T* arena) {
       break;
     case Id::kGradFinalStateOverlapsGradGates:
       a.grad_final_state = arena + kGradGates;
+      break;
+    case Id::kLengthInt64Max:  // 2^63 - 1 elements: no array of them fits 64-bit indexing
+      s = time_contiguous(1, 1, INT64_MAX);
+      break;
+    case Id::kGradInitialStateExtentWraps:  // batch b's states 2^62 elements apart
+      a.grad_initial_state = arena + kGradInit;
+      a.state_layout = StateLayout{int64_t{1} << 62, 1};
+      break;
+    case Id::kGradInitialStateEndsPastAddressSpace:  // six states from the top element on
+      a.grad_initial_state = reinterpret_cast<T*>(UINTPTR_MAX - sizeof(T) + 1);
+      break;
+    case Id::kPackedCountInt64Max:  // count + 1 offsets: not a 64-bit count
+      s = time_contiguous(1, 3, 100);
+      a.packed = packed(kOffsets64, INT64_MAX);
+      break;
+    case Id::kPackedOffsetsInsideGradTokens:  // the kernel would read offsets that it writes
+      s = time_contiguous(1, 3, 100);
+      a.packed = packed(reinterpret_cast<const int64_t*>(arena + kGradTokens + 16), 2);
+      break;
+    case Id::kGradHalvesOneOff:  // as GradHalvesOfOneBuffer, grad_tokens one element late
+      s.batch_stride = 2 * 300;
+      a.grad_tokens = arena + kGradGates + 301;
+      break;
+    case Id::kGradHalvesOfOneBuffer:  // the channel halves of one (2, 6, 100) buffer
+      s.batch_stride = 2 * 300;
+      a.grad_tokens = arena + kGradGates + 300;
+      break;
+    case Id::kGradInitialStateInterleavedWithInitialState:  // (b, c) at 6b + 2c
+      a.initial_state = arena + kInit;
+      a.grad_initial_state = arena + kInit + 1;
+      a.state_layout = StateLayout{6, 2};
       break;
     case Id::kTimeStrideTwo:
       s.time_stride = 2;

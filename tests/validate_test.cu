@@ -52,6 +52,14 @@ enum class Id {
   kInitialStateOverlapsOut,
   kNegativeStateStride,
   kPointerNotElementAligned,
+  // refused: arithmetic at the edges (issue 21)
+  kLengthInt64Max,
+  kOutEqualsGatesLength2To62,
+  kFinalStateExtentWraps,
+  kFinalStateEndsPastAddressSpace,
+  kPackedCountInt64Max,
+  kPackedOffsetsInsideOut,
+  kOutInterleavedOneOffGates,
   // accepted since time strides other than 1 are scanned by the row path
   kTimeStrideTwo,
   // accepted
@@ -67,6 +75,9 @@ enum class Id {
   kEmptyChannelsNullPointers,
   kEmptyLengthNullPointers,
   kEmptyNullPointersFinalState,
+  // accepted since overlap is decided exactly for arrays of the same strides (issue 21)
+  kOutInOddBatchesOfGates,
+  kFinalStateInterleavedWithInitialState,
 };
 
 struct ArgsCase {
@@ -104,6 +115,13 @@ const ArgsCase kCases[] = {
     {Id::kInitialStateOverlapsOut, "InitialStateOverlapsOut", kInvalid},
     {Id::kNegativeStateStride, "NegativeStateStride", kInvalid},
     {Id::kPointerNotElementAligned, "PointerNotElementAligned", kInvalid},
+    {Id::kLengthInt64Max, "LengthInt64Max", kInvalid},
+    {Id::kOutEqualsGatesLength2To62, "OutEqualsGatesLength2To62", kInvalid},
+    {Id::kFinalStateExtentWraps, "FinalStateExtentWraps", kInvalid},
+    {Id::kFinalStateEndsPastAddressSpace, "FinalStateEndsPastAddressSpace", kInvalid},
+    {Id::kPackedCountInt64Max, "PackedCountInt64Max", kInvalid},
+    {Id::kPackedOffsetsInsideOut, "PackedOffsetsInsideOut", kInvalid},
+    {Id::kOutInterleavedOneOffGates, "OutInterleavedOneOffGates", kInvalid},
     {Id::kTimeStrideTwo, "TimeStrideTwo", kOk},
     {Id::kBaseline, "Baseline", kOk},
     {Id::kInPlace, "InPlace", kOk},
@@ -117,7 +135,12 @@ const ArgsCase kCases[] = {
     {Id::kEmptyChannelsNullPointers, "EmptyChannelsNullPointers", kOk},
     {Id::kEmptyLengthNullPointers, "EmptyLengthNullPointers", kOk},
     {Id::kEmptyNullPointersFinalState, "EmptyNullPointersFinalState", kOk},
+    {Id::kOutInOddBatchesOfGates, "OutInOddBatchesOfGates", kOk},
+    {Id::kFinalStateInterleavedWithInitialState, "FinalStateInterleavedWithInitialState", kOk},
 };
+
+/// Packed offsets for the packed cases (host memory: never read, every such case is refused).
+const int64_t kOffsets64[3] = {0, 50, 100};
 
 /// The arguments of case `id` inside `arena` (kArena elements). The base case is a packed
 /// (2, 3, 100) scan with gates, tokens, out and both states in separate parts of the arena; each
@@ -210,6 +233,41 @@ ScanArgs<T> make_args(Id id, T* arena) {
       break;
     case Id::kPointerNotElementAligned:
       a.tokens = reinterpret_cast<const T*>(reinterpret_cast<const char*>(arena + kTokens) + 1);
+      break;
+    case Id::kLengthInt64Max:  // 2^63 - 1 elements: no array of them fits 64-bit indexing
+      s = time_contiguous(1, 1, INT64_MAX);
+      break;
+    case Id::kOutEqualsGatesLength2To62:  // its byte extent, 2^64 for float, wraps uintptr_t
+      s = time_contiguous(1, 1, int64_t{1} << 62);
+      a.out = arena + kGates;
+      break;
+    case Id::kFinalStateExtentWraps:  // batch b's states 2^62 elements apart: past 2^63 bytes
+      a.final_state = arena + kFinal;
+      a.state_layout = StateLayout{int64_t{1} << 62, 1};
+      break;
+    case Id::kFinalStateEndsPastAddressSpace:  // six states from the top element of memory on
+      a.final_state = reinterpret_cast<T*>(UINTPTR_MAX - sizeof(T) + 1);
+      break;
+    case Id::kPackedCountInt64Max:  // count + 1 offsets: not a 64-bit count
+      s = time_contiguous(1, 3, 100);
+      a.packed = packed(kOffsets64, INT64_MAX);
+      break;
+    case Id::kPackedOffsetsInsideOut:  // the kernel would read offsets that it writes
+      s = time_contiguous(1, 3, 100);
+      a.packed = packed(reinterpret_cast<const int64_t*>(arena + kOut + 16), 2);
+      break;
+    case Id::kOutInterleavedOneOffGates:  // as OutInOddBatchesOfGates, one element early
+      s.batch_stride = 2 * 300;
+      a.out = arena + kGates + 299;
+      break;
+    case Id::kOutInOddBatchesOfGates:  // gates the even batches of a (4, 3, 100), out the odd
+      s.batch_stride = 2 * 300;
+      a.out = arena + kGates + 300;
+      break;
+    case Id::kFinalStateInterleavedWithInitialState:  // (b, c) at 6b + 2c: h0 even, final odd
+      a.initial_state = arena + kInit;
+      a.final_state = arena + kInit + 1;
+      a.state_layout = StateLayout{6, 2};
       break;
     case Id::kTimeStrideTwo:
       s.time_stride = 2;

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "checked.cuh"
+
 namespace ascan {
 
 /// A (batch, channels, length) view of memory, sizes and strides in elements. Element (b, c, t)
@@ -20,24 +22,30 @@ struct Shape {
   int64_t channel_stride = 0;
   int64_t time_stride = 1;
 
-  /// Number of sequences, batch * channels (of a validated shape: can_implement refuses shapes
-  /// whose counts leave int64_t).
-  constexpr int64_t sequences() const { return batch * channels; }
-  /// Number of elements, batch * channels * length (of a validated shape).
-  constexpr int64_t elements() const { return batch * channels * length; }
+  /// Number of sequences, batch * channels. Exact for a shape that can_implement accepted (it
+  /// refuses shapes whose counts leave int64_t); never overflows: a product out of range comes
+  /// back as INT64_MAX (INT64_MIN for a negative one).
+  constexpr int64_t sequences() const { return detail::saturating_mul(batch, channels); }
+  /// Number of elements, batch * channels * length; exact for an accepted shape, saturated (as
+  /// sequences()) otherwise.
+  constexpr int64_t elements() const {
+    return detail::saturating_mul(detail::saturating_mul(batch, channels), length);
+  }
   /// True when some size is zero: a scan of it succeeds and does nothing.
   constexpr bool empty() const { return batch == 0 || channels == 0 || length == 0; }
 };
 
-/// The densely packed (B, C, T) layout, time fastest.
+/// The densely packed (B, C, T) layout, time fastest. A batch stride C * T out of int64_t range
+/// saturates (can_implement then refuses the shape unless B is 1) instead of overflowing.
 constexpr Shape time_contiguous(int64_t batch, int64_t channels, int64_t length) {
-  return Shape{batch, channels, length, channels * length, length, 1};
+  return Shape{batch, channels, length, detail::saturating_mul(channels, length), length, 1};
 }
 
 /// The channel-last (B, T, C) layout, channels fastest: element (b, c, t) at b*T*C + t*C + c.
-/// The shape is still indexed (batch, channels, length).
+/// The shape is still indexed (batch, channels, length). The batch stride saturates as in
+/// time_contiguous.
 constexpr Shape channel_last(int64_t batch, int64_t length, int64_t channels) {
-  return Shape{batch, channels, length, length * channels, 1, channels};
+  return Shape{batch, channels, length, detail::saturating_mul(length, channels), 1, channels};
 }
 
 /// Strides of one array that differ from the shape's (sizes always come from the shape): a view
@@ -97,8 +105,9 @@ inline constexpr MallocAsync malloc_async{};
 ///     x[t] = a[t] * x[t-1] + b[t],  x[-1] = h0      (forward)
 ///     x[t] = a[t] * x[t+1] + b[t],  x[T]  = h0      (reverse)
 ///
-/// over every sequence of `shape`. `out` may alias `tokens` exactly (in place); it must not
-/// overlap `gates`. `initial_state` (h0, 0 when null) and `final_state` (x[T-1], or x[0] when
+/// over every sequence of `shape`. `out` may alias `tokens` exactly (in place: the same pointer
+/// and the same strides, a dimension of size 1 aside); it must share no element with `gates`
+/// (it may interleave with it: see can_implement). `initial_state` (h0, 0 when null) and `final_state` (x[T-1], or x[0] when
 /// reversed; not written when null) are laid out by `state_layout`. An array's own strides,
 /// when given, replace the shape's for that array; `packed` scans packed sequences (see Packed).
 template <class T>
@@ -127,7 +136,8 @@ struct ScanArgs {
 /// `states` are the forward's outputs x and `initial_state` its h0 (0 when null). Aliasing:
 /// grad_gates may be exactly grad_out or exactly states, grad_tokens exactly grad_out (not both
 /// onto grad_out), grad_initial_state exactly initial_state or grad_final_state; nothing else
-/// may overlap an output (an alias is exact: the same pointer and the same strides). gT and h0
+/// may share an element with an output (an alias is exact: the same pointer and the same
+/// strides, a dimension of size 1 aside). gT and h0
 /// default to 0; grad_initial_state is not written when null. Per-array strides and packed
 /// sequences as in ScanArgs.
 template <class T>

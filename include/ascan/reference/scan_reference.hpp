@@ -9,6 +9,7 @@
 // scans, so a wrong operand order shows up here first.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -115,25 +116,26 @@ inline void sequential_scan_backward(const double* a, const double* x, const dou
 template <class T>
 void tree_scan(const T* a, const T* b, int64_t n, bool reverse, T h0, T* x) {
   if (n <= 0) return;
-  int64_t m = 1;
-  while (m < n) m *= 2;
-  const auto index = [&](int64_t k) { return reverse ? n - 1 - k : k; };
+  const size_t count = static_cast<size_t>(n);
+  size_t m = 1;
+  while (m < count) m *= 2;  // count <= 2^63: no wrap
+  const auto index = [&](size_t k) { return reverse ? count - 1 - k : k; };
 
-  std::vector<Pair<T>> elem(n), s(m, identity<T>());
-  for (int64_t k = 0; k < n; ++k) s[k] = elem[k] = {a[index(k)], b[index(k)]};
+  std::vector<Pair<T>> elem(count), s(m, identity<T>());
+  for (size_t k = 0; k < count; ++k) s[k] = elem[k] = {a[index(k)], b[index(k)]};
 
-  for (int64_t d = 1; d < m; d *= 2)  // up-sweep: s[i] = sum of the 2d pairs ending at i
-    for (int64_t i = 2 * d - 1; i < m; i += 2 * d) s[i] = compose(s[i - d], s[i]);
+  for (size_t d = 1; d < m; d *= 2)  // up-sweep: s[i] = sum of the 2d pairs ending at i
+    for (size_t i = 2 * d - 1; i < m; i += 2 * d) s[i] = compose(s[i - d], s[i]);
 
   s[m - 1] = identity<T>();
-  for (int64_t d = m / 2; d >= 1; d /= 2)  // down-sweep: s[i] becomes an exclusive prefix
-    for (int64_t i = 2 * d - 1; i < m; i += 2 * d) {
+  for (size_t d = m / 2; d >= 1; d /= 2)  // down-sweep: s[i] becomes an exclusive prefix
+    for (size_t i = 2 * d - 1; i < m; i += 2 * d) {
       const Pair<T> left = s[i - d];
       s[i - d] = s[i];
       s[i] = compose(s[i], left);
     }
 
-  for (int64_t k = 0; k < n; ++k) x[index(k)] = apply(compose(s[k], elem[k]), h0);
+  for (size_t k = 0; k < count; ++k) x[index(k)] = apply(compose(s[k], elem[k]), h0);
 }
 
 }  // namespace ascan::reference

@@ -145,6 +145,7 @@ struct TileStates {
   /// Carves the records from a workspace of at least bytes(tiles, groups) bytes, for the call
   /// tagged `tag`.
   static TileStates carve(void* workspace, int64_t tiles, int64_t groups, uint64_t tag) {
+    (void)groups;  // the group records follow the tiles' records; `groups` sized the workspace
     TileStates s;
     s.tiles = static_cast<TileRecord<C>*>(align(workspace));
     s.groups = reinterpret_cast<GroupRecord<C>*>(s.tiles + tiles);

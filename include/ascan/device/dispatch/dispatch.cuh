@@ -111,23 +111,18 @@ struct TileGrid {
   }
 };
 
-/// Plans a call of `sequences` sequences of `length` elements. The tiles are bounded with the
-/// largest lead a sequence can have in front of it (a vector less one element), so the plan does
-/// not depend on the pointers; the scratch covers the fallback policy's tiles too.
+/// Plans a call of `sequences` sequences of `length` elements (of a validated call) on a device
+/// of `sms` multiprocessors: host arithmetic only (the tests run it without a GPU). The tiles are
+/// bounded with the largest lead a sequence can have in front of it (a vector less one element),
+/// so the plan does not depend on the pointers; the scratch covers the fallback policy's tiles
+/// too.
 template <class C, int kVec, class Lookback>
-Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allowed, Plan& plan) {
+Status plan_on(int64_t sequences, int64_t length, Path path, int sms, Plan& plan) {
   constexpr LookbackPolicy P = Lookback::kPolicy;
   using Short = ShortTilesOf<Lookback>;
   plan = Plan{};
-  if (!scratch_allowed || path == Path::kOneBlock) return Status::success();
+  if (path == Path::kOneBlock) return Status::success();
   if (path == Path::kAuto && length <= P.tile()) return Status::success();
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::cuda_error(e);
-  }
   if (path == Path::kAuto && double(sequences) >= P.max_sequences_per_sm * sms)
     return Status::success();
   const int64_t span = length + kVec - 1;
@@ -144,6 +139,24 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   plan.multi_block = true;
   plan.bytes = TileGrid::of(sequences, span, smallest).state_bytes<C>();
   return Status::success();
+}
+
+/// Plans a call on the current device (plan_on with its multiprocessor count, asked only when
+/// the call may split its sequences over many blocks).
+template <class C, int kVec, class Lookback>
+Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allowed, Plan& plan) {
+  constexpr LookbackPolicy P = Lookback::kPolicy;
+  plan = Plan{};
+  if (!scratch_allowed || path == Path::kOneBlock) return Status::success();
+  if (path == Path::kAuto && length <= P.tile()) return Status::success();
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::cuda_error(e);
+  }
+  return plan_on<C, kVec, Lookback>(sequences, length, path, sms, plan);
 }
 
 /// Whether the staged kernel `kKernel` runs on `device` (compiled for sm_90 or later)

@@ -1,0 +1,129 @@
+// tests/host_path_test.cu: the host side of the entry points on random argument sets.
+//
+// For each argument set of validate_fuzz.hpp's generator (ASCAN_FUZZ_CASES / 4 per test, default
+// 32768; pointers are made-up values, never touched):
+//   - the size query scan(args, nullptr, bytes) / scan_backward(args, nullptr, bytes) judges as
+//     can_implement does; a refused query leaves bytes alone and an accepted one reports at
+//     least 1 byte, or, where the plan needs the device and there is none, a CUDA error;
+//   - for the accepted calls, the rest of the host arithmetic a launch does: the kernel
+//     parameters (make_params), the plan on devices of 1 to 2^20 multiprocessors (plan_on, every
+//     path), the one-block path's table row, the row path's scratch size.
+// It launches nothing and needs no GPU; CI also runs it under -fsanitize=address,undefined,
+// where any overflow or out-of-bounds access in that arithmetic stops it.
+#include <ascan/ascan.cuh>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "validate_fuzz.hpp"
+
+namespace ascan::fuzz {
+namespace {
+
+int64_t cases_per_test() {
+  if (const char* env = std::getenv("ASCAN_FUZZ_CASES"); env != nullptr && *env != '\0')
+    return std::strtoll(env, nullptr, 0) / 4;
+  return 32768;
+}
+
+/// What a launch of an accepted, non-empty call computes on the host before it launches.
+template <class T, bool kBackward, class Args>
+void plan_accepted(const Args& args, const std::initializer_list<const std::optional<Strides>*>& own,
+                   int64_t& planned) {
+  using C = compute_t<T>;
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  using Lookback = detail::LookbackTuning<sizeof(T), kBackward>;
+  const Shape& s = args.shape;
+  if (detail::takes_row_path(s, args.packed, own)) {
+    size_t bytes = 0;
+    (void)detail::row_scratch_bytes<T, kBackward>(s.channels, s.batch * s.length, bytes);
+    return;
+  }
+  bool vector = false;
+  int64_t sequences = 0, length = 0, span = 0;
+  if constexpr (kBackward) {
+    const auto p = detail::make_backward_params(args, vector);
+    sequences = p.sequences;
+    length = p.length;
+    span = p.span_bound;
+    (void)detail::select_policy<sizeof(T), detail::BackwardTuning<sizeof(T)>>(span);
+  } else {
+    const auto p = detail::make_params(args, vector);
+    sequences = p.sequences;
+    length = p.length;
+    span = p.span_bound;
+    (void)detail::select_policy<sizeof(T), detail::ScanTuning<sizeof(T)>>(span);
+  }
+  EXPECT_GE(span, length);
+  for (const int sms : {1, 132, 1 << 20})
+    for (const detail::Path path :
+         {detail::Path::kAuto, detail::Path::kOneBlock, detail::Path::kMultiBlock}) {
+      detail::Plan plan;
+      const Status st = detail::plan_on<C, kVec, Lookback>(sequences, length, path, sms, plan);
+      EXPECT_TRUE(st.ok() || st.code == StatusCode::kNotSupported) << st.message;
+      if (plan.multi_block) {
+        EXPECT_GT(plan.bytes, 0u);
+        ++planned;
+      }
+    }
+}
+
+template <class T>
+void drive(bool backward, const char* name) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(std::string(name) + " [seed " + std::to_string(seed) +
+               "; replay with ASCAN_TEST_SEED=" + std::to_string(seed) + "]");
+  Gen gen(seed);
+  int failures = 0;
+  int64_t accepted = 0, planned = 0;
+  const int64_t n = cases_per_test();
+  for (int64_t i = 0; i < n && failures < 5; ++i) {
+    const Case c = gen.next(backward, static_cast<int64_t>(sizeof(T)));
+    size_t bytes = 12345;
+    Status v, q;
+    if (backward) {
+      const ScanBackwardArgs<T> a = backward_args<T>(c);
+      v = can_implement(a);
+      q = scan_backward(a, nullptr, bytes);
+      if (v.ok() && !a.shape.empty())
+        plan_accepted<T, true>(a,
+                               {&a.gates_strides, &a.states_strides, &a.grad_out_strides,
+                                &a.grad_gates_strides, &a.grad_tokens_strides},
+                               planned);
+    } else {
+      const ScanArgs<T> a = forward_args<T>(c);
+      v = can_implement(a);
+      q = scan(a, nullptr, bytes);
+      if (v.ok() && !a.shape.empty())
+        plan_accepted<T, false>(a, {&a.gates_strides, &a.tokens_strides, &a.out_strides},
+                                planned);
+    }
+    const bool good =
+        v.ok() ? (q.ok() && bytes >= 1) || q.code == StatusCode::kCudaError ||
+                     q.code == StatusCode::kNotSupported
+               : q.code == v.code && bytes == 12345;
+    if (!good) {
+      ADD_FAILURE() << "case " << i << ": can_implement says \"" << v.message
+                    << "\", the size query \"" << q.message << "\" (bytes " << bytes << ")\n  "
+                    << describe(c);
+      ++failures;
+    }
+    accepted += v.ok() ? 1 : 0;
+  }
+  std::cout << name << ": " << n << " cases, " << accepted << " accepted, " << planned
+            << " multi-block plans\n";
+}
+
+TEST(HostPath, ForwardFloat) { drive<float>(false, "forward float"); }
+TEST(HostPath, ForwardDouble) { drive<double>(false, "forward double"); }
+TEST(HostPath, ForwardHalf) { drive<__half>(false, "forward half"); }
+TEST(HostPath, ForwardBfloat16) { drive<__nv_bfloat16>(false, "forward bfloat16"); }
+TEST(HostPath, BackwardFloat) { drive<float>(true, "backward float"); }
+TEST(HostPath, BackwardDouble) { drive<double>(true, "backward double"); }
+TEST(HostPath, BackwardHalf) { drive<__half>(true, "backward half"); }
+TEST(HostPath, BackwardBfloat16) { drive<__nv_bfloat16>(true, "backward bfloat16"); }
+
+}  // namespace
+}  // namespace ascan::fuzz
