@@ -373,6 +373,41 @@ cudaError_t launch_lookback(bool reverse, bool vector,
   return with(std::false_type{});
 }
 
+/// Handles a call's scratch as `scratch` says, for a path that needs `bytes` of it (0: none):
+/// reports the size (at least 1) to a query, refuses a given workspace that is too small, takes
+/// it from cudaMallocAsync on `stream` and gives it back behind the launch; runs
+/// `launch(workspace)` (null: no scratch) and turns its CUDA error into a Status, taken off the
+/// runtime's last-error slot.
+template <class Launch>
+Status with_scratch(const Scratch& scratch, size_t bytes, cudaStream_t stream, Launch&& launch) {
+  if (scratch.mode == Scratch::kQuery) {
+    *scratch.bytes = bytes > 0 ? bytes : 1;
+    return Status::success();
+  }
+  void* workspace = scratch.mode == Scratch::kGiven ? scratch.ptr : nullptr;
+  if (bytes > 0 && scratch.mode == Scratch::kGiven && *scratch.bytes < bytes)
+    return Status::invalid(
+        "workspace_bytes is smaller than this call needs; query the size with a null workspace "
+        "and the same arguments");
+  const bool allocate = bytes > 0 && scratch.mode == Scratch::kMallocAsync;
+  if (allocate) {
+    if (const cudaError_t e = cudaMallocAsync(&workspace, bytes, stream); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return Status::cuda_error(e);
+    }
+  }
+  cudaError_t e = launch(workspace);
+  if (allocate) {
+    const cudaError_t f = cudaFreeAsync(workspace, stream);
+    if (e == cudaSuccess) e = f;
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::cuda_error(e);
+  }
+  return Status::success();
+}
+
 /// Runs a validated, non-empty call of `Problem<T, reverse, vector>`: plans it, handles its
 /// scratch as `scratch` says, and launches the path. `Table` is the one-block path's length
 /// table, `Lookback::kPolicy` the multi-block policy.
@@ -386,39 +421,12 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
                                                scratch.mode != Scratch::kNone, plan);
       !st.ok())
     return st;
-  if (scratch.mode == Scratch::kQuery) {
-    *scratch.bytes = plan.bytes > 0 ? plan.bytes : 1;
-    return Status::success();
-  }
-  void* workspace = scratch.ptr;
-  if (plan.multi_block && scratch.mode == Scratch::kGiven && *scratch.bytes < plan.bytes)
-    return Status::invalid(
-        "workspace_bytes is smaller than this call needs; query the size with a null workspace "
-        "and the same arguments");
-  if (plan.multi_block && scratch.mode == Scratch::kMallocAsync) {
-    const cudaError_t e = cudaMallocAsync(&workspace, plan.bytes, stream);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return Status::cuda_error(e);
-    }
-  }
-
-  cudaError_t e;
-  if (plan.multi_block) {
-    e = launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan, stream);
-  } else {
+  return with_scratch(scratch, plan.bytes, stream, [&](void* workspace) {
+    if (plan.multi_block)
+      return launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan, stream);
     const int row = select_policy<sizeof(T), Table>(p.span_bound);
-    e = launch_scan_row<Problem, T, Table>(row, reverse, vector, p, stream);
-  }
-  if (plan.multi_block && scratch.mode == Scratch::kMallocAsync) {
-    const cudaError_t f = cudaFreeAsync(workspace, stream);
-    if (e == cudaSuccess) e = f;
-  }
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::cuda_error(e);
-  }
-  return Status::success();
+    return launch_scan_row<Problem, T, Table>(row, reverse, vector, p, stream);
+  });
 }
 
 }  // namespace detail

@@ -734,38 +734,15 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, const Scratch& scratch,
   size_t bytes = 0;
   if (!row_scratch_bytes<T, kBackward>(p.channels, p.rows, bytes))
     return Status::not_supported("ascan: too many tiles for one grid");
-  if (scratch.mode == Scratch::kQuery) {
-    *scratch.bytes = bytes;
-    return Status::success();
-  }
-  if (scratch.mode == Scratch::kGiven && *scratch.bytes < bytes)
-    return Status::invalid(
-        "workspace_bytes is smaller than this call needs; query the size with a null workspace "
-        "and the same arguments");
-  void* workspace = scratch.mode == Scratch::kGiven ? scratch.ptr : nullptr;
-  if (scratch.mode == Scratch::kMallocAsync) {
-    if (const cudaError_t e = cudaMallocAsync(&workspace, bytes, stream); e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return Status::cuda_error(e);
-    }
-  }
   constexpr int kVec = 16 / sizeof(T);
-  cudaError_t e;
-  if (desc)
-    e = vector ? launch_rows<T, kBackward, true, kVec>(p, workspace, stream)
-               : launch_rows<T, kBackward, true, 1>(p, workspace, stream);
-  else
-    e = vector ? launch_rows<T, kBackward, false, kVec>(p, workspace, stream)
-               : launch_rows<T, kBackward, false, 1>(p, workspace, stream);
-  if (scratch.mode == Scratch::kMallocAsync) {
-    const cudaError_t f = cudaFreeAsync(workspace, stream);
-    if (e == cudaSuccess) e = f;
-  }
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::cuda_error(e);
-  }
-  return Status::success();
+  // no workspace (Scratch::kNone): one block walks each slab (launch_rows' sequential mode)
+  return with_scratch(scratch, bytes, stream, [&](void* workspace) {
+    if (desc)
+      return vector ? launch_rows<T, kBackward, true, kVec>(p, workspace, stream)
+                    : launch_rows<T, kBackward, true, 1>(p, workspace, stream);
+    return vector ? launch_rows<T, kBackward, false, kVec>(p, workspace, stream)
+                  : launch_rows<T, kBackward, false, 1>(p, workspace, stream);
+  });
 }
 
 #endif  // __CUDACC__
