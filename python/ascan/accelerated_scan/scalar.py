@@ -1,0 +1,5 @@
+"""accelerated_scan.scalar's scan, by ascan's kernels (see ascan.accelerated_scan)."""
+
+from . import scan
+
+__all__ = ["scan"]
