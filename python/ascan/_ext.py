@@ -3,6 +3,8 @@ fake implementations and the argument checks are pure Python); running a scan ne
 import is tried once, when ascan is imported, so that code traced by torch.compile only reads
 its result."""
 
+import torch  # noqa: F401  (loads libtorch, which ascan._C links against)
+
 try:
     from . import _C as _module  # built by setup.py
 

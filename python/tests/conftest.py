@@ -4,12 +4,22 @@ import sys
 import pytest
 import torch
 
-# Run from the source tree without installing: python/ on the path (an installed ascan, e.g. from
-# `pip install ./python`, is used when this path has no compiled extension and it does).
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The tests take the ascan that Python finds (an installed one, `pip install ./python`, or the
+# source tree when run from python/ with `python -m pytest`), else the source tree's (without a
+# built ascan._C: the GPU tests then skip).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import ascan
+except ImportError:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import ascan
 
-import ascan  # noqa: E402
+
+def pytest_report_header(config):
+    built = ascan.compiled_dtypes()
+    return (f"ascan {ascan.__version__} from {os.path.dirname(ascan.__file__)}; ascan._C: "
+            f"{', '.join(built) if built else 'not built'}; torch {torch.__version__}, "
+            f"CUDA GPU: {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}")
 
 
 def gpu_skip_reason():

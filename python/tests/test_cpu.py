@@ -441,3 +441,17 @@ def test_reference_packed_equals_separate():
     b, hb = scan_loop(g[:, :, 3:], x[:, :, 3:], initial_state=h0[1:], return_final_state=True)
     torch.testing.assert_close(out, torch.cat([a, b], 2))
     torch.testing.assert_close(h, torch.cat([ha, hb], 0))
+
+
+def test_extension_checks_its_arguments():
+    # ascan._C, when built, checks again below the Python layer (no GPU needed to reach them)
+    from ascan import _ext
+
+    if ascan.compiled_dtypes() is None:
+        pytest.skip("ascan._C is not built")
+    ext = _ext.load()
+    g = torch.rand(2, 3, 4)
+    with pytest.raises(ValueError, match="must be CUDA tensors"):
+        ext.forward(g, g, g, torch.empty(2, 3), None, None, False, False)
+    with pytest.raises(ValueError, match="must be CUDA tensors"):
+        ext.backward(g, g, g, g, g, None, None, None, None, False, False)
