@@ -64,26 +64,32 @@ def backward_reference(gates, states, grad_out, initial_state, grad_final_state,
     return _bct(ga, channel_last), _bct(gb, channel_last), gh0
 
 
+def _compute_dtype(dtype):
+    # as the library: 16-bit types computed in float32 and rounded once
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def _fwd_cpu(gates, tokens, initial_state, cu_seqlens, reverse, channel_last):
     out, final = scan_loop(gates, tokens, initial_state=initial_state, reverse=reverse,
                            return_final_state=True, layout="btc" if channel_last else "bct",
-                           cu_seqlens=cu_seqlens)
+                           cu_seqlens=cu_seqlens, dtype=_compute_dtype(tokens.dtype))
     result = torch.empty_like(tokens, memory_format=torch.preserve_format)
     result.copy_(out)
-    return result, final.contiguous().clone()
+    return result, final.to(tokens.dtype).contiguous().clone()
 
 
 def _bwd_cpu(gates, states, grad_out, initial_state, grad_final_state, cu_seqlens, reverse,
              channel_last, need_grad_initial_state):
     ga, gb, gh0 = backward_reference(gates, states, grad_out, initial_state, grad_final_state,
-                                     cu_seqlens, reverse, channel_last)
+                                     cu_seqlens, reverse, channel_last,
+                                     dtype=_compute_dtype(states.dtype))
     grad_gates = torch.empty_like(states, memory_format=torch.preserve_format)
     grad_tokens = torch.empty_like(states, memory_format=torch.preserve_format)
     grad_gates.copy_(ga)
     grad_tokens.copy_(gb)
     if not need_grad_initial_state:
         gh0 = states.new_empty((0, 0))
-    return grad_gates, grad_tokens, gh0.contiguous().clone()
+    return grad_gates, grad_tokens, gh0.to(states.dtype).contiguous().clone()
 
 
 def register():
