@@ -182,11 +182,10 @@ class Timer:
         return statistics.median(s.elapsed_time(e) for s, e in zip(starts, stops)) * 1e3
 
 
-def make_data(torch, shape, dtype, fwdbwd):
-    B, C, T = shape
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    g = torch.empty(shape, device="cuda", dtype=dtype)
-    x = torch.empty(shape, device="cuda", dtype=dtype)
+def make_data(torch, shape, dtype, fwdbwd, device="cuda"):
+    gen = torch.Generator(device=device).manual_seed(0)
+    g = torch.empty(shape, device=device, dtype=dtype)
+    x = torch.empty(shape, device=device, dtype=dtype)
     g.uniform_(0.9, 0.999, generator=gen)  # long memory, no overflow over long T
     x.normal_(generator=gen)
     d = {"g": g, "x": x}
@@ -196,12 +195,12 @@ def make_data(torch, shape, dtype, fwdbwd):
     if fwdbwd:
         for k in ("g", "x", "g_btc", "x_btc", "logg_btc"):
             d[k].requires_grad_()
-        d["grad"] = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+        d["grad"] = torch.randn(shape, device=device, dtype=dtype, generator=gen)
         d["grad_btc"] = d["grad"].transpose(1, 2).contiguous()
     return d
 
 
-def run_row(torch, timer, peers, dt, pas, shape, args):
+def run_row(torch, timer, peers, dt, pas, shape, args, device="cuda"):
     dtype = getattr(torch, DTYPE_NAMES[dt])
     B, C, T = shape
     N = B * C * T
@@ -211,13 +210,13 @@ def run_row(torch, timer, peers, dt, pas, shape, args):
     row = {"dtype": dt, "pass": pas, "shape": list(shape), "bytes": streams * N * elem,
            "peers": {}, "notes": {}}
     try:
-        d = make_data(torch, shape, dtype, fwdbwd)
+        d = make_data(torch, shape, dtype, fwdbwd, device)
     except torch.cuda.OutOfMemoryError:
         row["notes"]["all"] = "out of memory for the inputs"
         return row
     copy_bytes = streams * N * elem // 2
     try:
-        src = torch.empty(copy_bytes, dtype=torch.uint8, device="cuda")
+        src = torch.empty(copy_bytes, dtype=torch.uint8, device=device)
         dst = torch.empty_like(src)
         row["copy_us"] = timer.median_us(lambda: dst.copy_(src))
         del src, dst
@@ -239,8 +238,11 @@ def run_row(torch, timer, peers, dt, pas, shape, args):
             continue
         layout, fn = entry
         grad = d.get("grad_btc" if layout == "btc" else "grad")
+        leaves = [d[k] for k in ("g", "x", "g_btc", "x_btc", "logg_btc")]
         if fwdbwd:
             def call(fn=fn, grad=grad):
+                for t in leaves:  # no accumulation into earlier gradients (host-side only)
+                    t.grad = None
                 fn(d).backward(grad)
         else:
             def call(fn=fn):
@@ -257,8 +259,8 @@ def run_row(torch, timer, peers, dt, pas, shape, args):
                 err = ((got.float() - reference).norm() / reference.norm()).item()
             del out, got
             us = timer.median_us(call)
-            for k in ("g", "x", "g_btc", "x_btc", "logg_btc"):
-                d[k].grad = None
+            for t in leaves:
+                t.grad = None
             bound = 3e-2 if dtype in (torch.bfloat16, torch.float16) else 1e-3
             row["peers"][name] = us
             if not math.isfinite(err) or err > bound:
@@ -270,8 +272,9 @@ def run_row(torch, timer, peers, dt, pas, shape, args):
             torch.cuda.empty_cache()
         except Exception as e:  # noqa: BLE001
             row["peers"][name] = "fail"
-            row["notes"][name] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-            torch.cuda.synchronize()
+            row["notes"][name] = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}"
+            if device == "cuda":
+                torch.cuda.synchronize()
     del d, reference
     torch.cuda.empty_cache()
     return row
