@@ -264,6 +264,8 @@ def _check_args(gates, tokens, initial_state, reverse, return_final_state, layou
                 f"ascan.scan: cu_seqlens must be 1-D with N + 1 >= 2 offsets, got shape "
                 f"{tuple(cu_seqlens.shape)}"
             )
+        if not cu_seqlens.is_contiguous():
+            raise ValueError("ascan.scan: cu_seqlens must be contiguous (call .contiguous())")
         if batch != 1:
             packed = "(1, total, C)" if layout == "btc" else "(1, C, total)"
             raise ValueError(

@@ -221,6 +221,8 @@ def test_error_cu_seqlens(fake):
         ascan.scan(g, g, cu_seqlens=_fake_cuda(1, 3, dtype=torch.int32))
     with pytest.raises(ValueError, match="cu_seqlens must be 1-D with N"):
         ascan.scan(g, g, cu_seqlens=_fake_cuda(1, dtype=torch.int32))
+    with pytest.raises(ValueError, match="cu_seqlens must be contiguous"):
+        ascan.scan(g, g, cu_seqlens=_fake_cuda(6, dtype=torch.int32)[::2])
     with pytest.raises(TypeError, match="cu_seqlens must be a torch.Tensor"):
         ascan.scan(g, g, cu_seqlens=[0, 4, 10])
     b2 = _fake_cuda(2, 3, 10)
