@@ -18,6 +18,8 @@ export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 case "${1:-all}" in
   build|all)
     "$PY" -m pip install --no-deps --no-index python/bench/wheels/*.whl
+    # ninja on PATH (from the wheel, wherever pip put its scripts) for a parallel build
+    PATH="$("$PY" -c 'import ninja; print(ninja.BIN_DIR)'):$PATH"
     start=$SECONDS
     MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$PY" -m pip install --no-build-isolation ./python \
       2>&1 | tail -n 3

@@ -67,6 +67,8 @@ def parse_args(argv=None):
                    help="skip peers that walk time serially (fla fused) past this T")
     p.add_argument("--slow-call-s", type=float, default=0.5,
                    help="a peer whose one call takes longer is timed over 3 calls")
+    p.add_argument("--flush-mb", type=int, default=256,
+                   help="L2 flush size; a larger one also hides more host-side overhead")
     p.add_argument("--out", default="", help="also write the table (markdown) here")
     p.add_argument("--json", default="", help="also write every measurement here")
     p.add_argument("--list", action="store_true", help="print the rows and peers, run nothing")
@@ -109,6 +111,12 @@ def load_peers(wanted):
     if "accel warp" in wanted:
         try:
             os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(HERE / "results" / "torch_ext"))
+            try:  # the JIT build needs a ninja on PATH: the pip package's, wherever it went
+                import ninja
+
+                os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+            except Exception:  # noqa: BLE001
+                pass
             from accelerated_scan.warp import scan as warp_scan
 
             peers["accel warp"] = ("bct", lambda d: warp_scan(d["g"], d["x"]))
@@ -155,12 +163,12 @@ def applicable(name, shape, args):
 
 
 class Timer:
-    def __init__(self, torch, reps, warmup, slow_call_s):
+    def __init__(self, torch, reps, warmup, slow_call_s, flush_bytes=FLUSH_BYTES):
         self.torch = torch
         self.reps = reps
         self.warmup = warmup
         self.slow_call_s = slow_call_s
-        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+        self.flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
 
     def median_us(self, fn):
         torch = self.torch
@@ -348,7 +356,7 @@ def main(argv=None):
                  "(pip install --no-build-isolation ./python)")
     peers = load_peers(wanted)
     names = [p for p in PEERS if p in peers]
-    timer = Timer(torch, args.reps, args.warmup, args.slow_call_s)
+    timer = Timer(torch, args.reps, args.warmup, args.slow_call_s, args.flush_mb << 20)
     results = []
     for i, (dt, pas, shape) in enumerate(rows):
         t0 = time.perf_counter()
@@ -363,7 +371,8 @@ def main(argv=None):
     props = torch.cuda.get_device_properties(0)
     header = (f"GPU {props.name}, torch {torch.__version__}, ascan {ascan.__version__}, "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, median of {args.reps} "
-              f"L2-flushed calls; (×) = peer time / ascan time; eff = copy / ascan")
+              f"calls each after a {args.flush_mb} MB L2 flush; (×) = peer time / ascan time; "
+              f"eff = copy / ascan; command: {' '.join(sys.argv)}")
     text = header + "\n\n" + table(results, names)
     print(text)
     if args.out:
