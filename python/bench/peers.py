@@ -369,7 +369,15 @@ def main(argv=None):
         print(f"[{i + 1}/{len(rows)}] {dt} {pas} {shape}: {time.perf_counter() - t0:.1f} s",
               file=sys.stderr, flush=True)
     props = torch.cuda.get_device_properties(0)
-    header = (f"GPU {props.name}, torch {torch.__version__}, ascan {ascan.__version__}, "
+    try:
+        import subprocess
+
+        commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except Exception:  # noqa: BLE001 - no git, or no repository
+        commit = ""
+    header = (f"GPU {props.name}, torch {torch.__version__}, ascan {ascan.__version__} "
+              f"(commit {commit or 'unknown'}), "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, median of {args.reps} "
               f"calls each after a {args.flush_mb} MB L2 flush; (×) = peer time / ascan time; "
               f"eff = copy / ascan; command: {' '.join(sys.argv)}")
