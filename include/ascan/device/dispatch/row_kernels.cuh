@@ -21,7 +21,10 @@
 // (x = A * x + B per channel, in order). That fold is the same chain of fmas as the plain
 // sequential definition inc(k) = A_k * inc(k - 1) + B_k, whichever tile it starts from, so the
 // result does not depend on timing: bitwise identical run after run. A tile's look-back stops at
-// the first reset it meets, so packed sequences never wait on each other.
+// the first reset it meets, so packed sequences never wait on each other. The records are one
+// per (tile, channel), each published and read with one 16-byte access holding the call's tag
+// (RowRecord): no flag, no fence; every thread of the block takes part in the look-back, a few
+// lanes per channel reading the tiles before it a window at a time.
 //
 // Without a workspace (scan(args, stream)) one block walks each slab's tiles in order, carrying
 // the state: correct for every call, fast only where the slabs alone fill the GPU.
@@ -49,8 +52,6 @@ constexpr int kRowThreads = 256;
 constexpr int kRowGroups = kRowThreads / kRowLanes;       ///< 32 row groups per tile
 constexpr int kRowWarps = kRowThreads / kWarpThreads;     ///< 8
 constexpr int kRowGroupsPerWarp = kWarpThreads / kRowLanes;  ///< 4
-/// Aggregates a look-back loads per round (one per row group), folded in order by warp 0.
-constexpr int kFoldBatch = 16;
 
 /// Rows per thread: forward 8 (two streams in), backward 4 (three): 32 or 48 KiB of shared
 /// memory per block on the vector path (RowStage), three or four blocks per multiprocessor.
@@ -87,41 +88,54 @@ struct RowParams {
   int64_t tiles;  ///< tiles per slab
 };
 
-/// Look-back records of the row path: one flag per tile ((tag << 2) | status), one aggregate
-/// pair and one inclusive state per channel of the slab.
+/// One channel's look-back record of one tile: the aggregate pair of the tile's rows for that
+/// channel, and once known the state after them, with this call's tag and what is published.
+/// A float record is one 16-byte word, {a or the state, b, tag and status}, written and read with
+/// one access (as the time-contiguous path's records, agent/tile_lookback.cuh), so publishing
+/// needs no fence. A double record keeps the aggregate and the state in fields of their own and
+/// releases its tag word after writing them.
+template <class C>
+struct RowRecord;
+template <>
+struct alignas(16) RowRecord<float> {
+  uint4 word;
+};
+template <>
+struct alignas(32) RowRecord<double> {
+  double a, b, state;
+  uint64_t tag;
+};
+
+/// Look-back records of the row path: [slab][tile][channel of the slab].
 template <class C>
 struct RowStates {
-  uint64_t* flags;    ///< [slab][tile]
-  Affine<C>* pairs;   ///< [slab][tile][channel of the slab]
-  C* inclusive;       ///< [slab][tile][channel of the slab]
+  RowRecord<C>* records;
   uint64_t tag;
 
   static constexpr size_t kAlign = 128;
-  static constexpr size_t round_up(size_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
-  static constexpr size_t flag_bytes(int64_t tiles) {
-    return round_up(static_cast<size_t>(tiles) * sizeof(uint64_t));
+  static constexpr size_t record_bytes(int64_t tiles, int64_t width) {
+    return (static_cast<size_t>(tiles * width) * sizeof(RowRecord<C>) + kAlign - 1) / kAlign *
+           kAlign;
   }
   /// Bytes of workspace for `tiles` tiles of `width` channels, with room to align any workspace.
   static constexpr size_t bytes(int64_t tiles, int64_t width) {
-    return kAlign - 1 + flag_bytes(tiles) +
-           round_up(static_cast<size_t>(tiles * width) * sizeof(Affine<C>)) +
-           round_up(static_cast<size_t>(tiles * width) * sizeof(C));
+    return kAlign - 1 + record_bytes(tiles, width);
   }
-  static RowStates carve(void* workspace, int64_t tiles, int64_t width, uint64_t tag) {
+  static RowStates carve(void* workspace, uint64_t tag) {
     const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + kAlign - 1) / kAlign * kAlign;
-    RowStates s;
-    s.flags = reinterpret_cast<uint64_t*>(base);
-    s.pairs = reinterpret_cast<Affine<C>*>(base + flag_bytes(tiles));
-    s.inclusive = reinterpret_cast<C*>(
-        base + flag_bytes(tiles) + round_up(static_cast<size_t>(tiles * width) * sizeof(Affine<C>)));
-    s.tag = tag;
-    return s;
+    return RowStates{reinterpret_cast<RowRecord<C>*>(base), tag};
   }
 };
 
 enum RowStatus : uint64_t { kRowEmpty = 0, kRowAggregate = 1, kRowInclusive = 2 };
 
 #if defined(__CUDACC__)
+
+}  // namespace detail
+}  // namespace ascan
+#include <cuda/annotated_ptr>
+namespace ascan {
+namespace detail {
 
 /// A pair with a reset mark: `cut` means the pair holds a state (its rows begin at or after a
 /// reset), so nothing before it matters and its `a` is not used.
@@ -143,6 +157,113 @@ __device__ __forceinline__ void compose_into(const CutPairs<C, kVec>& e, CutPair
     l.a[v] = e.a[v] * l.a[v];
   }
   l.cut = e.cut;
+}
+
+/// Publishes a tile's aggregate (a, b) for one channel; `tag` is the call's tag shifted left by 2.
+__device__ __forceinline__ void row_publish_aggregate(RowRecord<float>* r, float a, float b,
+                                                      uint64_t tag) {
+  const uint64_t w = tag | kRowAggregate;
+  store_relaxed_16(r, __float_as_uint(a), __float_as_uint(b), low_word(w), high_word(w));
+}
+__device__ __forceinline__ void row_publish_aggregate(RowRecord<double>* r, double a, double b,
+                                                      uint64_t tag) {
+  r->a = a;
+  r->b = b;
+  store_release(&r->tag, tag | kRowAggregate);
+}
+/// Publishes the state after a tile for one channel.
+__device__ __forceinline__ void row_publish_state(RowRecord<float>* r, float x, uint64_t tag) {
+  const uint64_t w = tag | kRowInclusive;
+  store_relaxed_16(r, __float_as_uint(x), 0u, low_word(w), high_word(w));
+}
+__device__ __forceinline__ void row_publish_state(RowRecord<double>* r, double x, uint64_t tag) {
+  r->state = x;
+  store_release(&r->tag, tag | kRowInclusive);
+}
+/// Reads a record: its status for this call (kRowEmpty when not this call's), with the aggregate
+/// in (a, b) or the state in a.
+__device__ __forceinline__ uint32_t row_read(const RowRecord<float>* r, uint64_t tag, float& a,
+                                             float& b) {
+  const uint4 v = load_relaxed_16(r);
+  const uint64_t w = (uint64_t(v.w) << 32) | v.z;
+  if ((w & ~uint64_t(3)) != tag) return kRowEmpty;
+  a = __uint_as_float(v.x);
+  b = __uint_as_float(v.y);
+  return uint32_t(w & 3);
+}
+__device__ __forceinline__ uint32_t row_read(const RowRecord<double>* r, uint64_t tag, double& a,
+                                             double& b) {
+  const uint64_t w = load_acquire(&r->tag);
+  if ((w & ~uint64_t(3)) != tag) return kRowEmpty;
+  if ((w & 3) == kRowInclusive) {
+    a = __ldcg(&r->state);
+  } else {
+    a = __ldcg(&r->a);
+    b = __ldcg(&r->b);
+  }
+  return uint32_t(w & 3);
+}
+
+/// The state before tile `tile` of a slab for channel `ch` of it, found by kG consecutive lanes
+/// of one warp (this one `slot`). They read the records of the kReach tiles before it, kG at a
+/// time (round r: lane `slot` reads tile tile-1-r*kG-slot), find the nearest tile whose state is published
+/// with every tile after it showing its aggregate, and fold those aggregates onto that state in
+/// order (x = a * x + b): the chain of fmas of the sequential definition, whichever tile it
+/// starts from, so the state is the same bits whenever it is found. Where no such tile is within
+/// reach yet, they wait and read again. Tile 0 of a slab always publishes its state at once (its
+/// first row begins a sequence), so the wait ends.
+template <class C, int kG, int kWidth, int kReach>
+__device__ __forceinline__ C row_look_back(const RowRecord<C>* slab_records, int64_t tile, int ch,
+                                           int slot, uint64_t tag) {
+  constexpr int kRounds = kReach / kG > 4 ? 4 : (kReach / kG > 0 ? kReach / kG : 1);
+  const int first = int(threadIdx.x % kWarpThreads) - slot;
+  const unsigned mask = (kG == kWarpThreads ? 0xffffffffu : ((1u << kG) - 1u)) << first;
+  unsigned sleep = 32;
+  for (;;) {
+    C a[kRounds], b[kRounds];
+    int found = -1, nearest = 0;
+    // one window of kG tiles per round, the next only where this one ends in aggregates: most
+    // look-backs find the state in the first (the tile before is done), and records read are L2
+    // traffic on top of the rows
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const int64_t j = tile - 1 - int64_t(r) * kG - slot;
+      a[r] = C(0);
+      b[r] = C(0);
+      const uint32_t status = j >= 0 ? row_read(slab_records + j * kWidth + ch, tag, a[r], b[r])
+                                     : uint32_t(kRowInclusive);  // before the slab: not reached
+      const unsigned inc = (__ballot_sync(mask, status == kRowInclusive) & mask) >> first;
+      const unsigned empty = (__ballot_sync(mask, status == kRowEmpty) & mask) >> first;
+      if (inc != 0) {
+        const int n = __ffs(int(inc)) - 1;
+        if ((empty & ((1u << n) - 1u)) == 0) {
+          found = r;
+          nearest = n;
+        }
+        break;
+      }
+      if (empty != 0) break;
+    }
+    if (found >= 0) {
+      C x = C(0);
+#pragma unroll
+      for (int r = kRounds - 1; r >= 0; --r) {
+        if (r > found) continue;
+#pragma unroll
+        for (int k = kG - 1; k >= 0; --k) {
+          const C fa = __shfl_sync(mask, a[r], first + k);
+          const C fb = __shfl_sync(mask, b[r], first + k);
+          if (r < found || k < nearest)
+            x = fma(fa, x, fb);
+          else if (k == nearest)
+            x = fa;
+        }
+      }
+      return x;
+    }
+    __nanosleep(sleep);
+    sleep = sleep < 512 ? 2 * sleep : sleep;
+  }
 }
 
 /// The row path's segment cursor: the sequence [start, end) (rows) that holds a row, its index,
@@ -264,6 +385,26 @@ struct RowStage<T, kVec, kRows, kArrays, true> {
   static constexpr int shared_bytes() { return kArrays * kRows * kRowThreads * 16; }
 };
 
+/// Calls f(i) for the rows i < valid of a thread's kRows, in order: unrolled whole, or by two
+/// where `kByTwo` (16-bit vectors, 8 channels a thread: unrolled whole, the compiler keeps every
+/// row's loads in flight and spills).
+template <int kRows, bool kByTwo, class F>
+__device__ __forceinline__ void for_rows(int valid, F&& f) {
+  if constexpr (kByTwo) {
+#pragma unroll 2
+    for (int i = 0; i < kRows; ++i) {
+      if (i >= valid) break;
+      f(i);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      if (i >= valid) break;
+      f(i);
+    }
+  }
+}
+
 /// The row path's kernel. One block per (tile, slab), tile-major, so a tile's predecessors in
 /// its chain have lower block indices; with `sequential`, one block per slab walks its tiles in
 /// order and nothing is looked back.
@@ -280,8 +421,6 @@ __global__ void __launch_bounds__(kRowThreads, 3)
 
   __shared__ Pairs warp_total[kRowWarps][kRowLanes];
   __shared__ C carry_shared[kWidth];
-  __shared__ Affine<C> fold_shared[kFoldBatch][kWidth];
-  __shared__ int64_t found_shared;
   __shared__ bool need_shared;
 
   const int tid = threadIdx.x;
@@ -296,6 +435,14 @@ __global__ void __launch_bounds__(kRowThreads, 3)
   const bool active = c0 < p.channels;  // whole vectors: kVec divides channels on the vector path
   const int64_t first_tile = sequential ? 0 : int64_t(blockIdx.x) / p.slabs;
   const int64_t last_tile = sequential ? p.tiles : first_tile + 1;
+  if (!sequential) {
+    // the lines of the records this tile will publish, into L2 ahead of its successors' reads
+    constexpr int kRecordLines = int(kWidth * sizeof(RowRecord<C>) / 128);
+    constexpr int kPerLine = int(128 / sizeof(RowRecord<C>));
+    if (tid < kRecordLines)
+      cuda::apply_access_property(st.records + (slab * p.tiles + first_tile) * kWidth + tid * kPerLine,
+                                  128, cuda::access_property::normal{});
+  }
 
   // Packed sequences with no rows: their final state is their initial state (backward: the
   // gradient of h0 is that of the final state). The first tile of each slab writes them.
@@ -387,9 +534,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
     mine.cut = false;
     if (valid > 0) {
       RowSegment s = seg0;
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        if (i >= valid) break;
+      for_rows<kRows, kVec >= 8>(valid, [&](int i) {
         if (active) {
           C alpha[kVec], beta[kVec];
           element(i, alpha, beta);
@@ -406,7 +551,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
           }
         }
         if (first_mask >> i & 1) mine.cut = true;
-      }
+      });
     }
 
     // ---- the tile's scan across row groups: Kogge-Stone over a warp's four groups, then the
@@ -459,118 +604,43 @@ __global__ void __launch_bounds__(kRowThreads, 3)
     compose_into(before, excl);  // excl := before then excl
     const bool need = need_shared;
 
-    // ---- the state before the tile: looked back, or carried (sequential). Warp 0 publishes
-    // and finds the nearest predecessor with an inclusive state; the whole block then loads
-    // the aggregates after it, kFoldBatch tiles a round, and warp 0 folds them in order.
-    const int64_t rec = slab * p.tiles + tile;
-    const int64_t chan = int64_t(lane) * kVec;  // this lane's first channel within the slab
-    const uint64_t tag = st.tag << 2;
-    const bool fold = !sequential && tile > 0 && need;
-    const bool folder = warp == 0 && group_in_warp == 0;
-    Pairs total;
-    C carry[kVec];
-#pragma unroll
-    for (int v = 0; v < kVec; ++v) carry[v] = C(0);
-    if (warp == 0) {
-      total = before;  // warp 0: before is the identity; fold every warp's total
-      for (int w = 0; w < kRowWarps; ++w) {
-        Pairs t = warp_total[w][lane];
-        compose_into(total, t);
-        total = t;
-      }
-      if (sequential) {
-        if (tile > 0 && need) {
-#pragma unroll
-          for (int v = 0; v < kVec; ++v) carry[v] = carry_shared[chan + v];
-        }
-      } else {
-        // publish the aggregate, or at once the inclusive state when the tile holds a reset
-        if (group_in_warp == 0) {
-          if (total.cut) {
-#pragma unroll
-            for (int v = 0; v < kVec; ++v) st.inclusive[rec * kWidth + chan + v] = total.b[v];
-          } else {
-#pragma unroll
-            for (int v = 0; v < kVec; ++v)
-              st.pairs[rec * kWidth + chan + v] = Affine<C>{total.a[v], total.b[v]};
-          }
-          __threadfence();
-        }
-        __syncwarp();
-        if (tid == 0)
-          store_release(st.flags + rec, tag | (total.cut ? kRowInclusive : kRowAggregate));
-        if (fold) {
-          // the nearest predecessor with an inclusive state, every tile after it with its
-          // aggregate
-          int64_t base = tile - 1;
-          for (;;) {
-            const int64_t j = base - tid;
-            // before the chain's first tile: nothing (tile 0 always turns inclusive)
-            const uint64_t f = j >= 0 ? load_acquire(st.flags + slab * p.tiles + j) : 0;
-            const bool ours = (f & ~uint64_t(3)) == tag;
-            const unsigned inc = __ballot_sync(0xffffffffu, ours && (f & 3) == kRowInclusive);
-            const unsigned agg = __ballot_sync(0xffffffffu, ours && (f & 3) == kRowAggregate);
-            if (inc != 0) {
-              const int nearest = __ffs(inc) - 1;
-              const unsigned below = nearest == 0 ? 0u : (0xffffffffu >> (32 - nearest));
-              if ((agg & below) == below) {
-                if (tid == 0) found_shared = base - nearest;
-                break;
-              }
-            } else if (agg == 0xffffffffu) {
-              base -= kWarpThreads;
-              continue;
-            }
-            __nanosleep(32);
-          }
+    // ---- the state before the tile: carried (sequential), or looked back, kG lanes per
+    // channel. Lane 0 of each channel publishes the tile's aggregate for it (or at once its
+    // state, when the tile holds a reset), the lanes look back, and lane 0 publishes the state.
+    constexpr int kG = kRowThreads / kWidth;
+    const int lb_ch = tid / kG, lb_slot = tid % kG;
+    if (sequential) {
+      if (tile == 0 && lb_slot == 0) carry_shared[lb_ch] = C(0);
+    } else {
+      // the tile's total for channel lb_ch (lane 0 of the channel): the warps' totals in order
+      C ta = C(1), tb = C(0);
+      bool tcut = false;
+      for (int w = 0; lb_slot == 0 && w < kRowWarps; ++w) {
+        const Pairs& t = warp_total[w][lb_ch / kVec];
+        const C a = t.a[lb_ch % kVec], b = t.b[lb_ch % kVec];
+        if (t.cut) {
+          ta = a;
+          tb = b;
+          tcut = true;
+        } else {
+          tb = fma(a, tb, b);
+          ta = ta * a;
         }
       }
-    }
-    if (fold) {
-      __syncthreads();
-      const int64_t found = found_shared;
-      const int64_t srec = slab * p.tiles;
-      if (folder) {
-#pragma unroll
-        for (int v = 0; v < kVec; ++v)
-          carry[v] = __ldcg(st.inclusive + (srec + found) * kWidth + chan + v);
+      const uint64_t tag = st.tag << 2;
+      RowRecord<C>* const slab_records = st.records + slab * p.tiles * kWidth;
+      RowRecord<C>* const own = slab_records + tile * kWidth + lb_ch;
+      if (lb_slot == 0) {
+        if (tcut)
+          row_publish_state(own, tb, tag);
+        else
+          row_publish_aggregate(own, ta, tb, tag);
       }
-      for (int64_t j0 = found + 1; j0 < tile; j0 += kFoldBatch) {
-        const int64_t n = tile - j0 < kFoldBatch ? tile - j0 : kFoldBatch;
-        if (group < n) {
-          const C* q = reinterpret_cast<const C*>(st.pairs + (srec + j0 + group) * kWidth + chan);
-#pragma unroll
-          for (int v = 0; v < kVec; ++v)
-            fold_shared[group][chan + v] = Affine<C>{__ldcg(q + 2 * v), __ldcg(q + 2 * v + 1)};
-        }
-        __syncthreads();
-        if (folder) {
-          for (int g = 0; g < n; ++g) {
-#pragma unroll
-            for (int v = 0; v < kVec; ++v) {
-              const Affine<C> f = fold_shared[g][chan + v];
-              carry[v] = fma(f.a, carry[v], f.b);
-            }
-          }
-        }
-        __syncthreads();
-      }
-    }
-    if (warp == 0) {
-      if (!sequential && !total.cut) {
-        // publish the inclusive state
-        if (group_in_warp == 0) {
-#pragma unroll
-          for (int v = 0; v < kVec; ++v)
-            st.inclusive[rec * kWidth + chan + v] = fma(total.a[v], carry[v], total.b[v]);
-          __threadfence();
-        }
-        __syncwarp();
-        if (tid == 0) store_release(st.flags + rec, tag | kRowInclusive);
-      }
-      if (group_in_warp == 0) {
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) carry_shared[chan + v] = carry[v];
+      C x = C(0);
+      if (tile > 0 && need) x = row_look_back<C, kG, kWidth, kWarpThreads>(slab_records, tile, lb_ch, lb_slot, tag);
+      if (lb_slot == 0) {
+        carry_shared[lb_ch] = x;
+        if (!tcut) row_publish_state(own, fma(ta, x, tb), tag);
       }
     }
     __syncthreads();
@@ -584,9 +654,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
     }
     if (valid > 0 && active) {
       RowSegment s = seg0;
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        if (i >= valid) break;
+      for_rows<kRows, kVec >= 8>(valid, [&](int i) {
         const int64_t r = row_of(p0 + i);
         walk.template step<kDesc>(s, r);
         C alpha[kVec], beta[kVec];
@@ -643,7 +711,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
             for (int v = 0; v < kVec; ++v) p.state_out[walk.state(s.n, c0 + v)] = o[v];
           }
         }
-      }
+      });
     }
     if (sequential) {
       // the carry into the next tile: the state after this tile's last row, held by the last
@@ -702,13 +770,15 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
   RowStates<C> st{};
   const bool sequential = workspace == nullptr;
   if (!sequential) {
-    st = RowStates<C>::carve(workspace, p.slabs * p.tiles, int64_t(kRowLanes) * kVec, call_tag());
+    st = RowStates<C>::carve(workspace, call_tag());
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
     if (capture != cudaStreamCaptureStatusNone) {
       // a graph replays the call's tag: its flags start from zero on every replay
       const cudaError_t e =
-          cudaMemsetAsync(st.flags, 0, RowStates<C>::flag_bytes(p.slabs * p.tiles), stream);
+          cudaMemsetAsync(st.records, 0,
+                          RowStates<C>::record_bytes(p.slabs * p.tiles, int64_t(kRowLanes) * kVec),
+                          stream);
       if (e != cudaSuccess) return e;
     }
   }
