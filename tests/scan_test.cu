@@ -1076,10 +1076,19 @@ TYPED_TEST(ScanTest, SmallWorkspaceRules) {
     size_t bytes = 0;
     ASSERT_TRUE(scan(r.args, nullptr, bytes).ok());
     ASSERT_GE(bytes, 1u);
-    ScanArgs<T> shifted = r.args;  // other pointers (misaligned: another lead), same shape;
-    shifted.gates += 1;            // only queried, never run
-    shifted.tokens += 1;
-    shifted.out += 1;
+    // Other pointers of the same shape (misaligned: another lead), only queried, never run. They
+    // lie in an allocation of their own: the call's arrays shifted by one element may reach into
+    // the allocation after them (cudaMalloc packs allocations; the double (1, 12288, 64) arrays
+    // are 3 x 2 MiB), where the validator rightly finds them overlapping h0 or the final state.
+    const Shape& s = r.args.shape;
+    const size_t extent = size_t((s.batch - 1) * s.batch_stride + (s.channels - 1) * s.channel_stride +
+                                 (s.length - 1) * s.time_stride + 1);
+    DeviceBuffer<T> spare;
+    ASSERT_TRUE(spare.allocate(3 * extent + 3));
+    ScanArgs<T> shifted = r.args;
+    shifted.gates = spare.get() + 1;
+    shifted.tokens = spare.get() + extent + 2;
+    shifted.out = r.args.out == r.args.tokens ? shifted.tokens : spare.get() + 2 * extent + 3;
     size_t shifted_bytes = 0;
     ASSERT_TRUE(scan(shifted, nullptr, shifted_bytes).ok());
     EXPECT_EQ(shifted_bytes, bytes) << "the size depends on the pointers";
