@@ -1085,10 +1085,11 @@ TYPED_TEST(ScanTest, SmallWorkspaceRules) {
                                  (s.length - 1) * s.time_stride + 1);
     DeviceBuffer<T> spare;
     ASSERT_TRUE(spare.allocate(3 * extent + 3));
+    T* const base = spare.get();
     ScanArgs<T> shifted = r.args;
-    shifted.gates = spare.get() + 1;
-    shifted.tokens = spare.get() + extent + 2;
-    shifted.out = r.args.out == r.args.tokens ? shifted.tokens : spare.get() + 2 * extent + 3;
+    shifted.gates = base + 1;
+    shifted.tokens = base + extent + 2;
+    shifted.out = r.args.out == r.args.tokens ? base + extent + 2 : base + 2 * extent + 3;
     size_t shifted_bytes = 0;
     ASSERT_TRUE(scan(shifted, nullptr, shifted_bytes).ok());
     EXPECT_EQ(shifted_bytes, bytes) << "the size depends on the pointers";
