@@ -51,3 +51,7 @@ write_basic_package_version_file(
 install(FILES "${PROJECT_BINARY_DIR}/ascanConfig.cmake"
               "${PROJECT_BINARY_DIR}/ascanConfigVersion.cmake"
         DESTINATION "${ASCAN_INSTALL_CMAKEDIR}")
+
+# The license and the change log, beside the headers' documentation.
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/CHANGELOG.md"
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/doc/ascan")

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "affine.cuh"
+#include "version.hpp"
 #include "block/block_scan.cuh"
 #include "device/scan.cuh"
 #include "device/scan_backward.cuh"

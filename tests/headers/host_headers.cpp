@@ -8,6 +8,7 @@
 #include <ascan/device/status.cuh>
 #include <ascan/device/validate.cuh>
 #include <ascan/reference/scan_reference.hpp>
+#include <ascan/version.hpp>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
