@@ -8,6 +8,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import ascan
 from ascan.reference import scan_loop
+from layers import HGRNLayer
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -344,24 +345,6 @@ def test_backward_matches_autograd_of_loop(cpu_ops):
         (out.square().sum() + (h * 3).sum()).backward()
         for a, b in zip(leaves, ref):
             torch.testing.assert_close(a.grad, b.grad)
-
-
-class HGRNLayer(torch.nn.Module):
-    """A small HGRN-style token mixer: gates and inputs from one fused projection of a
-    (B, T, D) input, a channel-last scan, a gated output projection."""
-
-    def __init__(self, dim):
-        super().__init__()
-        self.proj = torch.nn.Linear(dim, 3 * dim)
-        self.out = torch.nn.Linear(dim, dim)
-
-    def forward(self, x, h0=None):
-        f, i, o = self.proj(x).chunk(3, dim=-1)
-        gates = torch.sigmoid(f)
-        tokens = (1 - gates) * torch.nn.functional.silu(i)
-        h, last = ascan.scan(gates, tokens, initial_state=h0, layout="btc",
-                             return_final_state=True)
-        return self.out(h * torch.sigmoid(o)), last
 
 
 def test_compile_fullgraph_hgrn(cpu_ops):

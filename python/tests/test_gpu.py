@@ -17,6 +17,7 @@ import ascan
 from ascan.reference import scan_loop
 from conftest import gpu_skip_reason
 from cpu_kernels import backward_reference
+from layers import HGRNLayer
 
 DEVICE = os.environ.get("ASCAN_TEST_DEVICE", "cuda")
 if DEVICE == "cpu":
@@ -388,21 +389,6 @@ def test_broadcast_gates_gradient():
 
 
 # ---- torch.compile and CUDA graphs -------------------------------------------------------------
-
-
-class HGRNLayer(torch.nn.Module):
-    def __init__(self, dim):
-        super().__init__()
-        self.proj = torch.nn.Linear(dim, 3 * dim)
-        self.out = torch.nn.Linear(dim, dim)
-
-    def forward(self, x, h0=None):
-        f, i, o = self.proj(x).chunk(3, dim=-1)
-        gates = torch.sigmoid(f)
-        tokens = (1 - gates) * torch.nn.functional.silu(i)
-        h, last = ascan.scan(gates, tokens, initial_state=h0, layout="btc",
-                             return_final_state=True)
-        return self.out(h * torch.sigmoid(o)), last
 
 
 @cuda_only
