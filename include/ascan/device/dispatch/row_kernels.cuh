@@ -205,12 +205,12 @@ __device__ __forceinline__ uint32_t row_read(const RowRecord<double>* r, uint64_
 }
 
 /// The state before tile `tile` of a slab for channel `ch` of it, found by kG consecutive lanes
-/// of one warp (this one `slot`). They read the records of the kReach tiles before it, kG at a
-/// time (round r: lane `slot` reads tile tile-1-r*kG-slot), find the nearest tile whose state is published
-/// with every tile after it showing its aggregate, and fold those aggregates onto that state in
-/// order (x = a * x + b): the chain of fmas of the sequential definition, whichever tile it
-/// starts from, so the state is the same bits whenever it is found. Where no such tile is within
-/// reach yet, they wait and read again. Tile 0 of a slab always publishes its state at once (its
+/// of one warp (this one `slot`). They read the records of the tiles before it kG at a time, up
+/// to kReach tiles and four rounds (round r: lane `slot` reads tile tile-1-r*kG-slot), find the
+/// nearest tile whose state is published with every tile after it showing its aggregate, and
+/// fold those aggregates onto that state in order (x = a * x + b): the chain of fmas of the
+/// sequential definition, whichever tile it starts from, so the state is the same bits whenever
+/// it is found. Where no such tile is within reach yet, they wait and read again. Tile 0 of a slab always publishes its state at once (its
 /// first row begins a sequence), so the wait ends.
 template <class C, int kG, int kWidth, int kReach>
 __device__ __forceinline__ C row_look_back(const RowRecord<C>* slab_records, int64_t tile, int ch,
