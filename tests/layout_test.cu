@@ -1222,6 +1222,31 @@ std::vector<Case> entry_point_cases(bool backward) {
 
 TYPED_TEST(LayoutTest, EntryPoints) { run_cases<TypeParam>(entry_point_cases(false)); }
 
+/// Both modes of the row path forced on the same calls (walking: one block per chain of a
+/// sequence's slab, carrying the state; looking back: one block per tile), whatever the
+/// dispatch would pick for them: channel-last in both directions, padded rows (a batch stride
+/// other than length times time stride), broadcast gates, packed sequences.
+std::vector<Case> row_mode_cases(bool backward) {
+  std::vector<Case> some;
+  for (bool reverse : {false, true})
+    for (const Case& c : channel_last_cases(backward, reverse))
+      if (c.length != 2 && c.length != 1000) some.push_back(c);
+  for (const Case& c : padded_cases(backward)) some.push_back(c);
+  for (const Case& c : broadcast_cases(backward)) some.push_back(c);
+  some.push_back(with_states(packed_case(backward, 33, kMixedLengths, false, true), 3));
+  some.push_back(packed_case(backward, 8, {3, 200000, 0, 7, 1}, true, false));
+  std::vector<Case> cases;
+  for (Via via : {Via::kRowWalk, Via::kRowLookBack})
+    for (Case c : some) {
+      c.via = via;
+      cases.push_back(c);
+    }
+  return cases;
+}
+
+TYPED_TEST(LayoutTest, RowModes) { run_cases<TypeParam>(row_mode_cases(false)); }
+TYPED_TEST(LayoutTest, BackwardRowModes) { run_cases<TypeParam>(row_mode_cases(true)); }
+
 /// Few channels and long rows (many blocks join along time), and a long packed sequence: runs
 /// are bitwise identical.
 TYPED_TEST(LayoutTest, Deterministic) {

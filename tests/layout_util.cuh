@@ -80,24 +80,32 @@ inline std::vector<int64_t> cu_seqlens(const std::vector<int64_t>& lengths) {
 // ---------------------------------------------------------------------------------------------
 // Entry points
 
-/// Calls the public entry point `via` names (kWorkspace, kPlain or kMallocAsync) on `stream`;
-/// the two-phase one queries the size, checks it is at least 1, and runs in `workspace`, a fresh
+/// Calls the public entry point `via` names (kWorkspace, kPlain or kMallocAsync), or the
+/// library's dispatch with the row path's mode forced (kRowWalk, kRowLookBack), on `stream`; a
+/// two-phase call queries the size, checks it is at least 1, and runs in `workspace`, a fresh
 /// allocation of exactly that size filled with poison. Unlike call_entry it never names the
-/// forced multi-block entry points, so it instantiates only the library's own kernels.
+/// small-tile multi-block entry points, so it instantiates only the library's own kernels.
 template <class Args>
 Status call_public(const Args& a, Via via, cudaStream_t stream,
                    DeviceBuffer<unsigned char>& workspace) {
   if (via == Via::kPlain) return entry(a, stream);
   if (via == Via::kMallocAsync) return entry(a, malloc_async, stream);
-  if (via != Via::kWorkspace) return Status::invalid("test: not a public entry point");
+  const bool forced = via == Via::kRowWalk || via == Via::kRowLookBack;
+  if (via != Via::kWorkspace && !forced) return Status::invalid("test: not a public entry point");
+  const detail::Path path = via == Via::kRowWalk       ? detail::Path::kOneBlock
+                            : via == Via::kRowLookBack ? detail::Path::kMultiBlock
+                                                       : detail::Path::kAuto;
+  const auto call = [&](void* w, size_t& bytes) {
+    return forced ? entry_path(a, w, bytes, stream, path) : entry(a, w, bytes, stream);
+  };
   size_t bytes = 0;
-  Status st = entry(a, nullptr, bytes, stream);
+  Status st = call(nullptr, bytes);
   if (!st.ok()) return st;
   if (bytes == 0)
     return Status::invalid("test: the size query reported 0 bytes (CUB's rule: >= 1)");
   if (!workspace.allocate(bytes) || !workspace.poison() || cudaDeviceSynchronize() != cudaSuccess)
     return Status::invalid("test: allocating and poisoning the workspace failed");
-  return entry(a, workspace.get(), bytes, stream);
+  return call(workspace.get(), bytes);
 }
 
 // ---------------------------------------------------------------------------------------------

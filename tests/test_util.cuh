@@ -397,6 +397,9 @@ enum class Via {
   kMultiBlockRegisters,  ///< the same, in the kernel that holds tiles in registers (the
                          ///< fallback of staged tiles and the 16-bit short-tile kernel:
                          ///< SmallTiles::kRegisters)
+  kRowWalk,       ///< the library's dispatch with a workspace, the row path forced to walk
+                  ///< (Path::kOneBlock: one block per chain, whatever the chains' count)
+  kRowLookBack,   ///< the same, the row path forced to look back (Path::kMultiBlock)
 };
 
 inline const char* via_name(Via v) {
@@ -413,6 +416,10 @@ inline const char* via_name(Via v) {
       return "multi-block(small short-tile policy)";
     case Via::kMultiBlockRegisters:
       return "multi-block(small tiles in registers)";
+    case Via::kRowWalk:
+      return "row path walking";
+    case Via::kRowLookBack:
+      return "row path looking back";
   }
   return "?";
 }
@@ -494,6 +501,17 @@ Status entry(const ScanArgs<T>& a, MallocAsync m, cudaStream_t s) {
 template <class T>
 Status entry(const ScanBackwardArgs<T>& a, MallocAsync m, cudaStream_t s) {
   return scan_backward(a, m, s);
+}
+/// The library's own dispatch with a two-phase workspace and `path` given (scan_with).
+template <class T>
+Status entry_path(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s,
+                  detail::Path path) {
+  return detail::scan_with(a, detail::Scratch::two_phase(w, bytes), s, path);
+}
+template <class T>
+Status entry_path(const ScanBackwardArgs<T>& a, void* w, size_t& bytes, cudaStream_t s,
+                  detail::Path path) {
+  return detail::scan_backward_with(a, detail::Scratch::two_phase(w, bytes), s, path);
 }
 /// The multi-block path forced with SmallLookback (two-phase, like the public overload).
 template <SmallTiles kTiles, class T>

@@ -88,7 +88,8 @@ void fill_row_shape(RowParams<T>& p, const Shape& s, const Packed& packed,
 
 /// The forward scan on the row path.
 template <class T>
-Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream) {
+Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream,
+                 Path path) {
   const Shape& s = args.shape;
   const bool packed = args.packed.active();
   RowParams<T> p{};
@@ -102,7 +103,7 @@ Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
   p.state_out = args.final_state;
   const bool vector = row_vector_ok<T>(p.in[0], s.channels) &&
                       row_vector_ok<T>(p.in[1], s.channels) && row_vector_ok<T>(p.out[0], s.channels);
-  return run_rows<T, false>(p, args.reverse, vector, scratch, stream);
+  return run_rows<T, false>(p, args.reverse, vector, path, scratch, stream);
 }
 
 /// The forward scan with the scratch, path and tables given (the public overloads below, the
@@ -119,7 +120,7 @@ Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
   }
   if (takes_row_path(args.shape, args.packed,
                      {&args.gates_strides, &args.tokens_strides, &args.out_strides}))
-    return scan_rows(args, scratch, stream);
+    return scan_rows(args, scratch, stream, path);
   bool vector = false;
   const ScanParams<T> p = make_params(args, vector);
   return run<ForwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);

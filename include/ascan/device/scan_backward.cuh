@@ -46,7 +46,7 @@ BackwardParams<T> make_backward_params(const ScanBackwardArgs<T>& args, bool& ve
 /// The backward pass on the row path (row_kernels.cuh).
 template <class T>
 Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratch,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, Path path) {
   const Shape& s = args.shape;
   const bool packed = args.packed.active();
   RowParams<T> p{};
@@ -63,7 +63,7 @@ Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratc
   for (const auto& a : p.in) vector = vector && row_vector_ok<T>(a, s.channels);
   for (const auto& a : p.out) vector = vector && row_vector_ok<T>(a, s.channels);
   // the backward pass runs against the forward's order
-  return run_rows<T, true>(p, !args.reverse, vector, scratch, stream);
+  return run_rows<T, true>(p, !args.reverse, vector, path, scratch, stream);
 }
 
 /// The backward pass with the scratch, path and tables given (see scan_with).
@@ -81,7 +81,7 @@ Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratc
   if (takes_row_path(args.shape, args.packed,
                      {&args.gates_strides, &args.states_strides, &args.grad_out_strides,
                       &args.grad_gates_strides, &args.grad_tokens_strides}))
-    return scan_backward_rows(args, scratch, stream);
+    return scan_backward_rows(args, scratch, stream, path);
   bool vector = false;
   const BackwardParams<T> p = make_backward_params(args, vector);
   return run<BackwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);

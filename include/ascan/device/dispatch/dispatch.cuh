@@ -159,20 +159,22 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   return plan_on<C, kVec, Lookback>(sequences, length, path, sms, plan);
 }
 
-/// Whether the staged kernel `kKernel` runs on `device` (compiled for sm_90 or later)
-/// and how many of its blocks (`kThreads` threads, `kSharedBytes` of dynamic shared memory) a
-/// multiprocessor holds: `resident`, 0 where it does not run. Asked of the runtime once per
+/// Whether the staged kernel `kKernel` runs on `device` (compiled for sm_90 or later; any
+/// kernel where not `kStaged`) and how many of its blocks (`kThreads` threads, `kSharedBytes` of
+/// dynamic shared memory) a multiprocessor holds: `resident`, 0 where it does not run. Asked of the runtime once per
 /// kernel and device, then remembered. The dynamic shared memory allowance is raised to
 /// `kSharedBytes` where that is over the default 48 KiB (set on every such launch, a host call
 /// that does not synchronize: the setting does not survive cudaDeviceReset; of the library's own
 /// policies, only double's forward tile needs it).
-template <auto kKernel, int kThreads, int kSharedBytes>
+template <auto kKernel, int kThreads, int kSharedBytes, bool kStaged = true>
 cudaError_t prepare_staged(int device, int& resident) {
   constexpr int kDevices = 64;              // devices beyond these are asked on every launch
   static std::atomic<int> known[kDevices];  // 0 not asked, -1 does not run, else resident + 1
   cudaError_t e = cudaSuccess;
   const auto allow_shared = [] {
-    return kSharedBytes > 48 * 1024
+    // a kernel with static shared memory (not kStaged) is allowed its dynamic bytes whatever
+    // their size: the default allowance is 48 KiB less the static bytes
+    return kSharedBytes > 48 * 1024 || (!kStaged && kSharedBytes > 0)
                ? cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       kSharedBytes)
                : cudaSuccess;
@@ -184,7 +186,10 @@ cudaError_t prepare_staged(int device, int& resident) {
   }
   bool supported = false;
   resident = 0;
-  if ((e = stage_supported(kKernel, supported)) != cudaSuccess) return e;
+  if (!kStaged)
+    supported = true;
+  else if ((e = stage_supported(kKernel, supported)) != cudaSuccess)
+    return e;
   if (supported) {
     if ((e = allow_shared()) != cudaSuccess) return e;
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kKernel, kThreads, kSharedBytes);

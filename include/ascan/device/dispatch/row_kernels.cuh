@@ -26,13 +26,19 @@
 // (RowRecord): no flag, no fence; every thread of the block takes part in the look-back, a few
 // lanes per channel reading the tiles before it a window at a time.
 //
-// Without a workspace (scan(args, stream)) one block walks each slab's tiles in order, carrying
-// the state: correct for every call, fast only where the slabs alone fill the GPU.
+// The look-back costs each tile round trips through L2 while its staged rows hold shared memory,
+// so where the chains are many the path walks
+// instead: one block per (sequence of a dense batch, slab) scans that sequence's tiles in
+// order, carrying the state in shared memory, with nothing looked back and no workspace
+// (row_kernel's walk mode; the dispatch's rule is row_walks'). Every call made without a
+// workspace (scan(args, stream)) walks.
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -53,9 +59,9 @@ constexpr int kRowGroups = kRowThreads / kRowLanes;       ///< 32 row groups per
 constexpr int kRowWarps = kRowThreads / kWarpThreads;     ///< 8
 constexpr int kRowGroupsPerWarp = kWarpThreads / kRowLanes;  ///< 4
 
-/// Rows per thread: forward 8 (two streams in), backward 4 (three): 32 or 48 KiB of shared
-/// memory per block on the vector path (RowStage), three or four blocks per multiprocessor.
-template <bool kBackward, int kVec>
+/// Rows per thread: forward 8 (two streams in), backward 4 (three): 64 or 48 KiB of staged rows
+/// per block on the vector path (RowStage), three blocks per multiprocessor.
+template <bool kBackward>
 constexpr int kRowsPerThread = kBackward ? 4 : 8;
 
 /// One array of the row path: its pointer and strides in elements. With packed sequences the
@@ -84,8 +90,9 @@ struct RowParams {
   const T* state_in2;
   T* state_out;
   int64_t state_batch_stride, state_channel_stride;
-  int64_t slabs;  ///< channel slabs: chains of tiles
-  int64_t tiles;  ///< tiles per slab
+  int64_t slabs;   ///< channel slabs
+  int64_t tiles;   ///< look-back mode: tiles per slab
+  int64_t window;  ///< walk mode: positions per part (chains are parts times slabs)
 };
 
 /// One channel's look-back record of one tile: the aggregate pair of the tile's rows for that
@@ -323,6 +330,26 @@ struct RowWalk {
   }
 };
 
+/// Where one array's element of a thread's channels is, row after row in scan order: one time
+/// stride on within a sequence (an add), computed afresh from the row and its sequence where a
+/// sequence begins (dense batches may have a batch stride other than length * time stride).
+template <class P, bool kDesc>
+struct RowCursor {
+  P* at = nullptr;
+  int64_t n = -1;
+  /// Moves to row r of sequence s, the row after the last one it was moved to (or the first).
+  template <class W>
+  __device__ __forceinline__ void to(const W& walk, const RowArray<P>& a, const RowSegment& s,
+                                     int64_t r, int64_t c) {
+    if (s.n == n) {
+      at += kDesc ? -a.time_stride : a.time_stride;
+    } else {
+      at = a.ptr + walk.element(a, s, r, c);
+      n = s.n;
+    }
+  }
+};
+
 template <int kVec, class T>
 __device__ __forceinline__ void load_row(const T* base, int64_t at, int64_t cstride, T (&v)[kVec]) {
   if constexpr (kVec * sizeof(T) == 16) {
@@ -347,9 +374,11 @@ __device__ __forceinline__ void store_row(T* base, int64_t at, int64_t cstride, 
 
 /// Where a thread holds the rows it loaded. On the vector path the loads go straight to shared
 /// memory by asynchronous copies (cp.async, no registers held while they fly), one 16-byte slot
-/// per (array, row, thread), consecutive threads in consecutive slots; the block's residency is
-/// then set by shared memory, not registers, and more blocks per multiprocessor overlap one
-/// block's look-back with another's loads. The scalar path holds its rows in registers.
+/// per (array, row, thread), consecutive threads in consecutive slots; each thread reads back
+/// only its own slots, so a walking block reloads them for its next tile without a barrier. The
+/// block's residency is then set by shared memory, not registers, and more blocks per
+/// multiprocessor overlap one block's look-back with another's loads. The scalar path holds its
+/// rows in registers.
 template <class T, int kVec, int kRows, int kArrays, bool kShared = kVec * sizeof(T) == 16>
 struct RowStage {
   T v[kArrays][kRows][kVec];
@@ -405,18 +434,41 @@ __device__ __forceinline__ void for_rows(int valid, F&& f) {
   }
 }
 
-/// The row path's kernel. One block per (tile, slab), tile-major, so a tile's predecessors in
-/// its chain have lower block indices; with `sequential`, one block per slab walks its tiles in
-/// order and nothing is looked back.
-template <class T, bool kBackward, bool kDesc, int kVec>
-__global__ void __launch_bounds__(kRowThreads, 3)
-    row_kernel(const RowParams<T> p, const RowStates<compute_t<T>> st, const bool sequential) {
+template <class T, bool kBackward, int kVec>
+using RowStageOf = RowStage<T, kVec, kRowsPerThread<kBackward>, kBackward ? 3 : 2>;
+/// Dynamic shared memory of a row-path block: its staged rows.
+template <class T, bool kBackward, int kVec>
+constexpr int kRowStageBytes = RowStageOf<T, kBackward, kVec>::shared_bytes();
+/// Blocks per multiprocessor the launch bounds ask for: as many as 227 KiB of shared memory hold
+/// with the staged rows and about 6 KiB more each (the tile scan's exchange, the block's
+/// reservation), at most 3; 3 on the register path.
+template <class T, bool kBackward, int kVec>
+constexpr int kRowMinBlocks =
+    kRowStageBytes<T, kBackward, kVec> == 0
+        ? 3
+        : std::min(3, std::max(1, (227 * 1024) / (kRowStageBytes<T, kBackward, kVec> +
+                                                  6 * 1024)));
+
+/// The row path's kernel, in one of two modes.
+///
+/// Look-back (kWalk false): one block per (tile, slab), tile-major, so a tile's predecessors in
+/// its chain have lower block indices; the tile's state comes from the decoupled look-back.
+///
+/// Walk (kWalk true): one block per chain of (part, slab), where a part is `p.window`
+/// consecutive positions (a dense batch's sequence, or all rows): the block walks its tiles in
+/// order, carrying the state from one to the next in shared memory. Nothing is looked back and
+/// no workspace is used: where the chains fill the GPU (many sequences of channels) this is the
+/// faster mode (row_walks), and it serves every call made without a workspace.
+template <class T, bool kBackward, bool kDesc, int kVec, bool kWalk>
+__global__ void __launch_bounds__(kRowThreads, (kRowMinBlocks<T, kBackward, kVec>))
+    row_kernel(const RowParams<T> p, const RowStates<compute_t<T>> st) {
   using C = compute_t<T>;
   using Pairs = CutPairs<C, kVec>;
-  constexpr int kRows = kRowsPerThread<kBackward, kVec>;
+  constexpr int kRows = kRowsPerThread<kBackward>;
   constexpr int kTileRows = kRowGroups * kRows;
   constexpr int kWidth = kRowLanes * kVec;
-  using Stage = RowStage<T, kVec, kRows, kBackward ? 3 : 2>;
+  constexpr int kArrays = kBackward ? 3 : 2;
+  using Stage = RowStageOf<T, kBackward, kVec>;
   extern __shared__ uint4 row_shared[];
 
   __shared__ Pairs warp_total[kRowWarps][kRowLanes];
@@ -429,13 +481,20 @@ __global__ void __launch_bounds__(kRowThreads, 3)
   const int warp = tid / kWarpThreads;
   const int group_in_warp = (tid % kWarpThreads) / kRowLanes;
   const RowWalk<T> walk{p};
+  const auto row_of = [&](int64_t pos) { return kDesc ? p.rows - 1 - pos : pos; };
 
-  const int64_t slab = sequential ? int64_t(blockIdx.x) : int64_t(blockIdx.x) % p.slabs;
+  // The block's slab and positions: tiles of kTileRows positions from `lo`, none at or past `hi`.
+  const int64_t slab = int64_t(blockIdx.x) % p.slabs;
   const int64_t c0 = slab * kWidth + int64_t(lane) * kVec;
   const bool active = c0 < p.channels;  // whole vectors: kVec divides channels on the vector path
-  const int64_t first_tile = sequential ? 0 : int64_t(blockIdx.x) / p.slabs;
-  const int64_t last_tile = sequential ? p.tiles : first_tile + 1;
-  if (!sequential) {
+  int64_t lo = 0, hi = p.rows, first_tile = 0, end_tile = 0;
+  if constexpr (kWalk) {
+    lo = int64_t(blockIdx.x) / p.slabs * p.window;
+    hi = lo + p.window < p.rows ? lo + p.window : p.rows;
+    end_tile = ceil_div(hi - lo, int64_t(kTileRows));
+  } else {
+    first_tile = int64_t(blockIdx.x) / p.slabs;
+    end_tile = first_tile + 1;
     // the lines of the records this tile will publish, into L2 ahead of its successors' reads
     constexpr int kRecordLines = int(kWidth * sizeof(RowRecord<C>) / 128);
     constexpr int kPerLine = int(128 / sizeof(RowRecord<C>));
@@ -446,7 +505,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
 
   // Packed sequences with no rows: their final state is their initial state (backward: the
   // gradient of h0 is that of the final state). The first tile of each slab writes them.
-  if (walk.packed() && p.state_out != nullptr && first_tile == 0) {
+  if (walk.packed() && p.state_out != nullptr && lo == 0 && first_tile == 0) {
     for (int64_t n = tid / kRowLanes; n < p.segments; n += kRowGroups) {
       if (walk.offset(n + 1) > walk.offset(n) || !active) continue;
       const T* src = kBackward ? p.state_in2 : p.state_in;
@@ -457,60 +516,64 @@ __global__ void __launch_bounds__(kRowThreads, 3)
     }
   }
 
-  for (int64_t tile = first_tile; tile < last_tile; ++tile) {
-    const int64_t p0 = tile * kTileRows + int64_t(group) * kRows;  // first position of the thread
-    const auto row_of = [&](int64_t pos) { return kDesc ? p.rows - 1 - pos : pos; };
+  // What a thread knows of a tile it loaded: the sequence of its first position, and which of
+  // its positions begin (first) and end (last) a sequence.
+  struct Loaded {
+    RowSegment seg0;
+    uint32_t first_mask, last_mask;
+  };
 
-    // ---- load: forward a, b at each position; backward g at each position, the gate one
-    // position earlier (a[t+1] in the forward's order) and the state one later (x[t-1]).
-    // arrays: 0 gates (backward: one position earlier), 1 tokens (backward: grad_out),
-    // 2 (backward) states one position later
-    Stage stage(row_shared);
-    uint32_t first_mask = 0, last_mask = 0;
-    RowSegment seg0{};  // the sequence of the thread's first position
-    {
-      constexpr int kFrom = kBackward ? -1 : 0, kTo = kBackward ? kRows + 1 : kRows;
-      const int64_t from = p0 + kFrom < 0 ? 0 : p0 + kFrom;
-      RowSegment seg{};
-      if (from < p.rows) seg = walk.find(row_of(from));
+  // ---- load a tile's rows into the stage: forward a, b at each position; backward g at each
+  // position, the gate one position earlier (a[t+1] in the forward's order) and the state one
+  // later (x[t-1]). Arrays: 0 gates (backward: one position earlier), 1 tokens (backward:
+  // grad_out), 2 (backward) states one position later.
+  const auto load_tile = [&](Stage& stage, int64_t tile) {
+    Loaded t{RowSegment{}, 0u, 0u};
+    const int64_t p0 = lo + tile * kTileRows + int64_t(group) * kRows;  // the thread's first
+    constexpr int kFrom = kBackward ? -1 : 0, kTo = kBackward ? kRows + 1 : kRows;
+    const int64_t from = p0 + kFrom < 0 ? 0 : p0 + kFrom;
+    RowSegment seg{};
+    if (from < hi) seg = walk.find(row_of(from));
+    RowCursor<const T, kDesc> in_at[kArrays];
 #pragma unroll
-      for (int i = kFrom; i < kTo; ++i) {
-        const int64_t pos = p0 + i;
-        if (pos < 0) continue;
-        if (pos >= p.rows) break;
-        const int64_t r = row_of(pos);
-        walk.template step<kDesc>(seg, r);
-        if (i >= 0 && i < kRows) {
-          if (i == 0) seg0 = seg;
-          const bool is_first = kDesc ? r == seg.end - 1 : r == seg.start;
-          const bool is_last = kDesc ? r == seg.start : r == seg.end - 1;
-          first_mask |= uint32_t(is_first) << i;
-          last_mask |= uint32_t(is_last) << i;
-        }
-        if (!active) continue;
-        if constexpr (kBackward) {
-          // the gate of position i serves position i + 1, the state of position i serves i - 1
-          if (i + 1 < kRows)
-            stage.load(0, i + 1, p.in[0].ptr + walk.element(p.in[0], seg, r, c0),
-                       p.in[0].channel_stride);
-          if (i >= 0 && i < kRows)
-            stage.load(1, i, p.in[2].ptr + walk.element(p.in[2], seg, r, c0),
-                       p.in[2].channel_stride);
-          if (i >= 1)
-            stage.load(2, i - 1, p.in[1].ptr + walk.element(p.in[1], seg, r, c0),
-                       p.in[1].channel_stride);
-        } else {
-          stage.load(0, i, p.in[0].ptr + walk.element(p.in[0], seg, r, c0), p.in[0].channel_stride);
-          stage.load(1, i, p.in[1].ptr + walk.element(p.in[1], seg, r, c0), p.in[1].channel_stride);
-        }
+    for (int i = kFrom; i < kTo; ++i) {
+      const int64_t pos = p0 + i;
+      if (pos < 0) continue;
+      if (pos >= hi) break;
+      const int64_t r = row_of(pos);
+      walk.template step<kDesc>(seg, r);
+      if (i >= 0 && i < kRows) {
+        if (i == 0) t.seg0 = seg;
+        const bool is_first = kDesc ? r == seg.end - 1 : r == seg.start;
+        const bool is_last = kDesc ? r == seg.start : r == seg.end - 1;
+        t.first_mask |= uint32_t(is_first) << i;
+        t.last_mask |= uint32_t(is_last) << i;
+      }
+      if (!active) continue;
+#pragma unroll
+      for (int k = 0; k < kArrays; ++k) in_at[k].to(walk, p.in[k], seg, r, c0);
+      if constexpr (kBackward) {
+        // the gate of position i serves position i + 1, the state of position i serves i - 1
+        if (i + 1 < kRows) stage.load(0, i + 1, in_at[0].at, p.in[0].channel_stride);
+        if (i >= 0 && i < kRows) stage.load(1, i, in_at[2].at, p.in[2].channel_stride);
+        if (i >= 1) stage.load(2, i - 1, in_at[1].at, p.in[1].channel_stride);
+      } else {
+        stage.load(0, i, in_at[0].at, p.in[0].channel_stride);
+        stage.load(1, i, in_at[1].at, p.in[1].channel_stride);
       }
     }
-    stage.wait();
-    const int valid = p0 >= p.rows ? 0 : (p.rows - p0 < kRows ? int(p.rows - p0) : kRows);
+    return t;
+  };
+
+  // ---- scan a loaded tile (the stage's current one) and store it
+  const auto scan_tile = [&](const Stage& stage, int64_t tile, const Loaded& t) {
+    const int64_t p0 = lo + tile * kTileRows + int64_t(group) * kRows;
+    const uint32_t first_mask = t.first_mask, last_mask = t.last_mask;
+    const int valid = p0 >= hi ? 0 : (hi - p0 < kRows ? int(hi - p0) : kRows);
 
     // The value at a reset (the first position of a sequence in scan order): forward a*h0 + b,
     // backward g + gT.
-    const auto reset_value = [&](int i, int64_t n, int v, C alpha, C beta) -> C {
+    const auto reset_value = [&](int64_t n, int v, C alpha, C beta) -> C {
       const T* h = kBackward ? p.state_in2 : p.state_in;
       const C h0 = h != nullptr ? to_compute<C>(h[walk.state(n, c0 + v)]) : C(0);
       return kBackward ? beta + h0 : fma(alpha, h0, beta);
@@ -533,7 +596,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
     }
     mine.cut = false;
     if (valid > 0) {
-      RowSegment s = seg0;
+      RowSegment s = t.seg0;
       for_rows<kRows, kVec >= 8>(valid, [&](int i) {
         if (active) {
           C alpha[kVec], beta[kVec];
@@ -541,7 +604,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
           if (first_mask >> i & 1) {
             walk.template step<kDesc>(s, row_of(p0 + i));
 #pragma unroll
-            for (int v = 0; v < kVec; ++v) mine.b[v] = reset_value(i, s.n, v, alpha[v], beta[v]);
+            for (int v = 0; v < kVec; ++v) mine.b[v] = reset_value(s.n, v, alpha[v], beta[v]);
           } else {
 #pragma unroll
             for (int v = 0; v < kVec; ++v) {
@@ -597,41 +660,35 @@ __global__ void __launch_bounds__(kRowThreads, 3)
     }
     before.cut = false;
     for (int w = 0; w < warp; ++w) {
-      Pairs t = warp_total[w][lane];
-      compose_into(before, t);
-      before = t;
+      Pairs tw = warp_total[w][lane];
+      compose_into(before, tw);
+      before = tw;
     }
     compose_into(before, excl);  // excl := before then excl
     const bool need = need_shared;
 
-    // ---- the state before the tile: carried (sequential), or looked back, kG lanes per
-    // channel. Lane 0 of each channel publishes the tile's aggregate for it (or at once its
-    // state, when the tile holds a reset), the lanes look back, and lane 0 publishes the state.
+    // ---- the state before the tile: carried (walk), or looked back, kG lanes per channel.
+    // Lane 0 of each channel publishes the tile's aggregate for it (or at once its state, when
+    // the tile holds a reset), the lanes look back, and lane 0 publishes the state.
     constexpr int kG = kRowThreads / kWidth;
     const int lb_ch = tid / kG, lb_slot = tid % kG;
-    if (sequential) {
+    if constexpr (kWalk) {
       if (tile == 0 && lb_slot == 0) carry_shared[lb_ch] = C(0);
     } else {
       // the tile's total for channel lb_ch (lane 0 of the channel): the warps' totals in order
-      C ta = C(1), tb = C(0);
-      bool tcut = false;
+      CutPairs<C, 1> total{{C(1)}, {C(0)}, false};
       for (int w = 0; lb_slot == 0 && w < kRowWarps; ++w) {
-        const Pairs& t = warp_total[w][lb_ch / kVec];
-        const C a = t.a[lb_ch % kVec], b = t.b[lb_ch % kVec];
-        if (t.cut) {
-          ta = a;
-          tb = b;
-          tcut = true;
-        } else {
-          tb = fma(a, tb, b);
-          ta = ta * a;
-        }
+        const Pairs& tw = warp_total[w][lb_ch / kVec];
+        CutPairs<C, 1> e{{tw.a[lb_ch % kVec]}, {tw.b[lb_ch % kVec]}, tw.cut};
+        compose_into(total, e);
+        total = e;
       }
+      const C ta = total.a[0], tb = total.b[0];
       const uint64_t tag = st.tag << 2;
       RowRecord<C>* const slab_records = st.records + slab * p.tiles * kWidth;
       RowRecord<C>* const own = slab_records + tile * kWidth + lb_ch;
       if (lb_slot == 0) {
-        if (tcut)
+        if (total.cut)
           row_publish_state(own, tb, tag);
         else
           row_publish_aggregate(own, ta, tb, tag);
@@ -640,7 +697,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
       if (tile > 0 && need) x = row_look_back<C, kG, kWidth, kWarpThreads>(slab_records, tile, lb_ch, lb_slot, tag);
       if (lb_slot == 0) {
         carry_shared[lb_ch] = x;
-        if (!tcut) row_publish_state(own, fma(ta, x, tb), tag);
+        if (!total.cut) row_publish_state(own, fma(ta, x, tb), tag);
       }
     }
     __syncthreads();
@@ -653,15 +710,18 @@ __global__ void __launch_bounds__(kRowThreads, 3)
       x[v] = excl.cut ? excl.b[v] : fma(excl.a[v], in, excl.b[v]);
     }
     if (valid > 0 && active) {
-      RowSegment s = seg0;
+      RowSegment s = t.seg0;
+      RowCursor<T, kDesc> out_at[kBackward ? 2 : 1];
       for_rows<kRows, kVec >= 8>(valid, [&](int i) {
         const int64_t r = row_of(p0 + i);
         walk.template step<kDesc>(s, r);
+#pragma unroll
+        for (int k = 0; k < (kBackward ? 2 : 1); ++k) out_at[k].to(walk, p.out[k], s, r, c0);
         C alpha[kVec], beta[kVec];
         element(i, alpha, beta);
         if (first_mask >> i & 1) {
 #pragma unroll
-          for (int v = 0; v < kVec; ++v) x[v] = reset_value(i, s.n, v, alpha[v], beta[v]);
+          for (int v = 0; v < kVec; ++v) x[v] = reset_value(s.n, v, alpha[v], beta[v]);
         } else {
 #pragma unroll
           for (int v = 0; v < kVec; ++v) x[v] = fma(alpha[v], x[v], beta[v]);
@@ -686,10 +746,8 @@ __global__ void __launch_bounds__(kRowThreads, 3)
             gg[v] = to_storage<T>(x[v] * prev[v]);
             gt[v] = to_storage<T>(x[v]);
           }
-          store_row<kVec>(p.out[0].ptr, walk.element(p.out[0], s, r, c0), p.out[0].channel_stride,
-                          gg);
-          store_row<kVec>(p.out[1].ptr, walk.element(p.out[1], s, r, c0), p.out[1].channel_stride,
-                          gt);
+          store_row<kVec>(out_at[0].at, 0, p.out[0].channel_stride, gg);
+          store_row<kVec>(out_at[1].at, 0, p.out[1].channel_stride, gt);
           if (is_last && p.state_out != nullptr) {
             // grad h0 = a[first] * d[first]: the gate of this position
             T g0[kVec];
@@ -704,8 +762,7 @@ __global__ void __launch_bounds__(kRowThreads, 3)
           T o[kVec];
 #pragma unroll
           for (int v = 0; v < kVec; ++v) o[v] = to_storage<T>(x[v]);
-          store_row<kVec>(p.out[0].ptr, walk.element(p.out[0], s, r, c0), p.out[0].channel_stride,
-                          o);
+          store_row<kVec>(out_at[0].at, 0, p.out[0].channel_stride, o);
           if (is_last && p.state_out != nullptr) {
 #pragma unroll
             for (int v = 0; v < kVec; ++v) p.state_out[walk.state(s.n, c0 + v)] = o[v];
@@ -713,17 +770,30 @@ __global__ void __launch_bounds__(kRowThreads, 3)
         }
       });
     }
-    if (sequential) {
+    if constexpr (kWalk) {
       // the carry into the next tile: the state after this tile's last row, held by the last
       // row group's threads (x after their last valid row; a thread past the end holds its
-      // carry unchanged, which is the state after the last row)
+      // carry unchanged, which is the state after the last row). The next tile reads it after
+      // its first barrier.
       __syncthreads();
       if (group == kRowGroups - 1) {
 #pragma unroll
         for (int v = 0; v < kVec; ++v) carry_shared[lane * kVec + v] = x[v];
       }
-      __syncthreads();
     }
+  };
+
+  Stage stage(row_shared);
+  if constexpr (kWalk) {
+    for (int64_t tile = 0; tile < end_tile; ++tile) {
+      const Loaded t = load_tile(stage, tile);
+      stage.wait();
+      scan_tile(stage, tile, t);
+    }
+  } else {
+    const Loaded t = load_tile(stage, first_tile);
+    stage.wait();
+    scan_tile(stage, first_tile, t);
   }
 }
 
@@ -738,16 +808,15 @@ bool row_vector_ok(const RowArray<P>& a, int64_t channels) {
          a.batch_stride % kVec == 0;
 }
 
-/// Tiles of the row path for `p` with vectors of kVec channels: (slabs, tiles per slab).
+/// Tiles of the look-back mode with vectors of kVec channels: (slabs, tiles per slab).
 template <class T, bool kBackward>
 void row_grid(int64_t channels, int64_t rows, int kVec, int64_t& slabs, int64_t& tiles) {
-  (void)kVec;
-  const int64_t kTileRows = int64_t(kRowGroups) * kRowsPerThread<kBackward, 1>;
+  const int64_t kTileRows = int64_t(kRowGroups) * kRowsPerThread<kBackward>;
   slabs = ceil_div(channels, int64_t(kRowLanes) * kVec);
   tiles = ceil_div(rows, kTileRows);
 }
 
-/// Scratch bytes of a row-path call (the larger of the vector and the scalar grid, so that the
+/// Scratch bytes of a look-back call (the larger of the vector and the scalar grid, so that the
 /// size does not depend on the pointers); false when the grid would exceed one launch.
 template <class T, bool kBackward>
 bool row_scratch_bytes(int64_t channels, int64_t rows, size_t& bytes) {
@@ -763,13 +832,28 @@ bool row_scratch_bytes(int64_t channels, int64_t rows, size_t& bytes) {
   return true;
 }
 
-template <class T, bool kBackward, bool kDesc, int kVec>
+/// The chains of the walk mode: (part, slab) for every part of `p.window` positions. Dense
+/// batches walk each sequence apart (parts = batch) where that grid fits one launch; otherwise,
+/// and for packed sequences, one chain per slab walks every row.
+template <class T>
+void row_chains(RowParams<T>& p, int kVec, int64_t& chains) {
+  p.slabs = ceil_div(p.channels, int64_t(kRowLanes) * kVec);
+  const bool packed = p.offsets32 != nullptr || p.offsets64 != nullptr;
+  const bool apart = !packed && double(p.segments) * double(p.slabs) <= double(kMaxTiles);
+  p.window = apart ? p.length : p.rows;
+  chains = (apart ? p.segments : 1) * p.slabs;
+}
+
+template <class T, bool kBackward, bool kDesc, int kVec, bool kWalk>
 cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
   using C = compute_t<T>;
-  row_grid<T, kBackward>(p.channels, p.rows, kVec, p.slabs, p.tiles);
   RowStates<C> st{};
-  const bool sequential = workspace == nullptr;
-  if (!sequential) {
+  int64_t blocks = 0;
+  if constexpr (kWalk) {
+    row_chains(p, kVec, blocks);
+  } else {
+    row_grid<T, kBackward>(p.channels, p.rows, kVec, p.slabs, p.tiles);
+    blocks = p.slabs * p.tiles;
     st = RowStates<C>::carve(workspace, call_tag());
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
@@ -782,36 +866,81 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
       if (e != cudaSuccess) return e;
     }
   }
-  const int64_t blocks = sequential ? p.slabs : p.slabs * p.tiles;
-  constexpr int kShared =
-      RowStage<T, kVec, kRowsPerThread<kBackward, kVec>, kBackward ? 3 : 2>::shared_bytes();
-  constexpr auto kKernel = &row_kernel<T, kBackward, kDesc, kVec>;
+  constexpr int kShared = kRowStageBytes<T, kBackward, kVec>;
+  constexpr auto kKernel = &row_kernel<T, kBackward, kDesc, kVec, kWalk>;
   if constexpr (kShared > 0) {
-    // the default allowance is 48 KiB less the static shared memory, which the backward tile
-    // (48 KiB staged) exceeds; set on every launch: a host call that does not synchronize
+    // the default allowance is 48 KiB less the static shared memory, which the staged rows
+    // exceed; set on every launch: a host call that does not synchronize
     const cudaError_t e =
         cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
     if (e != cudaSuccess) return e;
   }
-  kKernel<<<static_cast<unsigned>(blocks), kRowThreads, kShared, stream>>>(p, st, sequential);
+  kKernel<<<static_cast<unsigned>(blocks), kRowThreads, kShared, stream>>>(p, st);
   return cudaGetLastError();
 }
 
-/// Runs a validated, non-empty call on the row path (`desc`: rows in descending order).
+/// Whether a call with a workspace walks (see row_kernel): where its chains fill the walking
+/// blocks' waves (resident blocks times multiprocessors) to at least kRowWalkFill. A chain is a
+/// whole sequence of a slab, so a wave left part empty idles until its longest chain ends. On the
+/// H200 (bench/results/row_modes_probe.txt), f32 forward (backward) walking against looking
+/// back, of a same-traffic copy: (8, 8192, 1536), 384 chains, 0.97 of a wave: 0.90 (0.89)
+/// against 0.78 (0.74); (16, 2048, 2048), 1024 chains, 2.6 waves filled to 0.86: 0.87 (0.87)
+/// against 0.79 (0.77); (4, 4096, 4096), 512 chains, 1.3 waves filled to 0.65: 0.73 (0.71)
+/// against 0.80 (0.77).
+constexpr double kRowWalkFill = 0.8;
+
+template <class T, bool kBackward, int kVec>
+Status row_walks(RowParams<T> p, bool& walk) {
+  // the grid the call would walk with, on the current device
+  int64_t chains = 0;
+  row_chains(p, kVec, chains);
+  constexpr auto kKernel = &row_kernel<T, kBackward, false, kVec, true>;
+  int device = 0, sms = 0, resident = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess)
+    e = prepare_staged<kKernel, kRowThreads, kRowStageBytes<T, kBackward, kVec>, false>(
+        device, resident);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::cuda_error(e);
+  }
+  const double waves = double(chains) / (double(resident > 0 ? resident : 1) * sms);
+  walk = waves / std::ceil(waves) >= kRowWalkFill;
+  return Status::success();
+}
+
+/// Runs a validated, non-empty call on the row path (`desc`: rows in descending order). `path`
+/// picks the mode: kOneBlock walks (one block per chain), kMultiBlock looks back (with a
+/// workspace; without one every call walks), kAuto decides by row_walks.
 template <class T, bool kBackward>
-Status run_rows(RowParams<T> p, bool desc, bool vector, const Scratch& scratch,
+Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch& scratch,
                 cudaStream_t stream) {
   size_t bytes = 0;
   if (!row_scratch_bytes<T, kBackward>(p.channels, p.rows, bytes))
     return Status::not_supported("ascan: too many tiles for one grid");
   constexpr int kVec = 16 / sizeof(T);
-  // no workspace (Scratch::kNone): one block walks each slab (launch_rows' sequential mode)
-  return with_scratch(scratch, bytes, stream, [&](void* workspace) {
+  // without a workspace every call walks
+  bool walk = scratch.mode == Scratch::kNone || path == Path::kOneBlock;
+  if (!walk && path == Path::kAuto) {
+    const Status st = vector ? row_walks<T, kBackward, kVec>(p, walk)
+                             : row_walks<T, kBackward, 1>(p, walk);
+    if (!st.ok()) return st;
+  }
+  // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
+  return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
+    if (walk) {
+      if (desc)
+        return vector ? launch_rows<T, kBackward, true, kVec, true>(p, nullptr, stream)
+                      : launch_rows<T, kBackward, true, 1, true>(p, nullptr, stream);
+      return vector ? launch_rows<T, kBackward, false, kVec, true>(p, nullptr, stream)
+                    : launch_rows<T, kBackward, false, 1, true>(p, nullptr, stream);
+    }
     if (desc)
-      return vector ? launch_rows<T, kBackward, true, kVec>(p, workspace, stream)
-                    : launch_rows<T, kBackward, true, 1>(p, workspace, stream);
-    return vector ? launch_rows<T, kBackward, false, kVec>(p, workspace, stream)
-                  : launch_rows<T, kBackward, false, 1>(p, workspace, stream);
+      return vector ? launch_rows<T, kBackward, true, kVec, false>(p, workspace, stream)
+                    : launch_rows<T, kBackward, true, 1, false>(p, workspace, stream);
+    return vector ? launch_rows<T, kBackward, false, kVec, false>(p, workspace, stream)
+                  : launch_rows<T, kBackward, false, 1, false>(p, workspace, stream);
   });
 }
 
