@@ -105,11 +105,12 @@ inline constexpr MallocAsync malloc_async{};
 ///     x[t] = a[t] * x[t-1] + b[t],  x[-1] = h0      (forward)
 ///     x[t] = a[t] * x[t+1] + b[t],  x[T]  = h0      (reverse)
 ///
-/// over every sequence of `shape`. `out` may alias `tokens` exactly (in place: the same pointer
-/// and the same strides, a dimension of size 1 aside); it must share no element with `gates`
-/// (it may interleave with it: see can_implement). `initial_state` (h0, 0 when null) and `final_state` (x[T-1], or x[0] when
-/// reversed; not written when null) are laid out by `state_layout`. An array's own strides,
-/// when given, replace the shape's for that array; `packed` scans packed sequences (see Packed).
+/// over every sequence of `shape`. `out` may alias `tokens` exactly (in place: the same pointer and
+/// the same strides, a dimension of size 1 aside); it must share no element with `gates` (it may
+/// interleave with it: see can_implement). `initial_state` (h0, 0 when null) and `final_state`
+/// (x[T-1], or x[0] when reversed; not written when null) are laid out by `state_layout`. An
+/// array's own strides, when given, replace the shape's for that array; `packed` scans packed
+/// sequences (see Packed).
 template <class T>
 struct ScanArgs {
   const T* gates = nullptr;

@@ -184,13 +184,13 @@ struct BackwardProblem {
   __device__ __forceinline__ T* staged_output(int o) const { return o == 0 ? da : db; }
   __host__ __device__ static constexpr int staged_output_slot(int o) { return 1 + o; }
 
-  /// One thread's kVectors consecutive staged vectors, the stretch [f0, f0 + kVectors * kVec)
-  /// of its warp's kWarpSpan elements. read(j) gives vector j's pairs (shifted gate, gradient)
-  /// and shifted states: inside the stretch from shared memory, past its ends the outer
-  /// neighbours that staged_view read; kInside: the warp's stretch lies inside the sequence, no
-  /// element needs a test (the tests cost a third of the 16-bit kernel's instructions where they
-  /// ran on every tile). write(j) puts dL/da over vector j's states and dL/db over its
-  /// gradients; in scan order that comes after the last read of each.
+  /// One thread's kVectors consecutive staged vectors, the stretch [f0, f0 + kVectors * kVec) of
+  /// its warp's kWarpSpan elements. read(j) gives vector j's pairs (shifted gate, gradient) and
+  /// shifted states: inside the stretch from shared memory, past its ends the outer neighbours that
+  /// staged_view read; kInside: the warp's stretch lies inside the sequence, no element needs a
+  /// test (run on every tile, the tests would be a third of the 16-bit kernel's instructions;
+  /// bench/RESULTS.md, "Few long sequences"). write(j) puts dL/da over vector j's states and dL/db
+  /// over its gradients; in scan order that comes after the last read of each.
   template <int kVectors>
   struct StagedView {
     const BackwardProblem& problem;
@@ -236,14 +236,14 @@ struct BackwardProblem {
       vg[j] = *reinterpret_cast<const uint4*>(yb);
     }
   };
-  /// The thread's outer neighbours, the gate and the state one position past its stretch,
-  /// where they lie outside its warp's stretch (lane 0 or 31, by direction): read from memory,
-  /// as the identity's gate 1 and h0 outside the sequence. Call it at the kernel's start, so that
-  /// the loads travel with the bulk copies instead of adding a round trip after them (measured:
-  /// 2-3 us per tile under load). Reading that early is safe: no gradient may overlap the gates
-  /// (can_implement), and where grad_gates is states, the state neighbour belongs to this tile,
-  /// whose gradients are written after the block's first barrier, or to the next tile in scan
-  /// order, which writes them only after this tile has published its aggregate.
+  /// The thread's outer neighbours, the gate and the state one position past its stretch, where
+  /// they lie outside its warp's stretch (lane 0 or 31, by direction): read from memory, as the
+  /// identity's gate 1 and h0 outside the sequence. Call it at the kernel's start, so that the
+  /// loads travel with the bulk copies instead of adding a round trip after them (2-3 us per tile
+  /// under load; bench/RESULTS.md, "Few long sequences"). Reading that early is safe: no gradient
+  /// may overlap the gates (can_implement), and where grad_gates is states, the state neighbour
+  /// belongs to this tile, whose gradients are written after the block's first barrier, or to the
+  /// next tile in scan order, which writes them only after this tile has published its aggregate.
   struct StagedEdges {
     C gate, state;
   };

@@ -118,8 +118,8 @@ __device__ __noinline__ void store_straddling(T* p, int64_t v, int64_t lo, int64
 /// (the multi-block staged kernel): inside, the 16-byte access; outside, the fill or nothing;
 /// a vector that straddles an edge out of line. Such code is cold in the instruction cache when
 /// it runs, and under full memory load every miss waits as long as a load: unrolled inline, the
-/// edge tiles' guarded code made them live 4-5 us longer than the others on the H200
-/// (bench/RESULTS.md).
+/// guarded code makes the edge tiles live 4-5 us longer than the others on the H200
+/// (bench/RESULTS.md, "Few long sequences").
 template <int kVec, class T>
 __device__ __forceinline__ void load_vector_at_edge(const T* p, int64_t v, int64_t lo, int64_t hi,
                                                     T (&r)[kVec], T fill) {

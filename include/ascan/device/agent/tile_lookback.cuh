@@ -18,9 +18,10 @@
 //     same chain of fmas wherever it starts.
 // The state entering tile 32m+i is P(i) applied to B(m-1): a fixed function of the inputs, so
 // results are bitwise identical run after run. (A plain look-back composes whatever
-// predecessors happen to be done, which rounds differently from run to run; a look-back that
-// folds every tile's aggregate one by one is deterministic but serial: measured at 30 ns per
-// tile, a third of the copy's speed.)
+// predecessors happen to be done, which rounds differently from run to run; folding every
+// tile's aggregate one by one is deterministic but serial, each tile waiting for the state after
+// its predecessor through the whole sequence: bench/RESULTS.md, "What was tried and dropped, and
+// why".)
 //
 // Latency. The tiles of a sequence run in step, so a tile's look-back waits for its predecessor's
 // aggregate, published at about the same moment as its own: an L2 round trip or two at best.
@@ -28,12 +29,13 @@
 // aggregates, the previous group's 32 aggregates, and a window of 32 earlier groups' records)
 // and waits on no other tile's look-back, only on aggregates; and a float record's payload is
 // one 16-byte word holding the value and its status, written and read with one vector access, so
-// publishing needs no fence. Measured on the H200 (bench/RESULTS.md): about 2.6-3.7 us per
-// look-back, down from 4.3 us with a group state that each tile waited for. Each record has an L2
-// line to itself (kRecordBytes): records that share a line, written by neighbouring tiles while
-// their successors poll it, cost 5-7% on one long sequence. Polling harder costs too: keeping two
-// or three reads in flight per waiting lane, or issuing them before the tile's own scan, measured
-// 2-8% slower.
+// publishing needs no fence. Measured on the H200: about 2.6-3.7 us per look-back
+// (bench/RESULTS.md, "Few long sequences"). Each record has an L2 line to itself
+// (kRecordBytes): records that share a line, written by neighbouring tiles while their
+// successors poll it, cost 5-7% on one long sequence. Each waiting lane keeps one read in
+// flight: polling harder (more reads in flight per lane, or reads issued before the tile's own
+// scan) loads the polled lines and slows every tile (bench/RESULTS.md, "What was tried and
+// dropped, and why").
 //
 // Memory ordering: a float record's word is written with one 16-byte relaxed store and read with
 // one 16-byte relaxed load (CUB's ScanTileState relies on the same single-access rule for values
@@ -46,18 +48,17 @@
 // process-wide unique, from a randomly seeded counter), and a record counts as published only
 // when it carries this call's tag, in the same 16-byte word as the payload (float) or as the
 // word released after it (double). Nothing is zeroed before a launch: the records the last call
-// left, or whatever the workspace held, carry other tags. Zeroing them cost a kernel of its own
-// in front of every call, and that launch about 2 us of each call's time on the H200 (the scan
-// kernel's first block started 2.9 us after the call began with it, 0.9 without;
-// bench/RESULTS.md). A call captured into a CUDA graph replays its tag, so there the records are
-// zeroed first (reset_tile_states), as before.
+// left, or whatever the workspace held, carry other tags, so a call is one kernel launch
+// (zeroing would put a kernel of its own in front of every call, about 2 us of each call's time
+// on the H200; bench/RESULTS.md, "Few long sequences"). A call captured into a CUDA graph
+// replays its tag, so there the records are zeroed first (reset_tile_states).
 //
 // Warm record lines: with nothing zeroed before a call, a record's line is cold (the last call
-// left it in memory, not in L2), and the one-sequence look-back, which waits on each
-// predecessor's fresh record, got slower with the tags (f32 backward (1, 1, 2^28) 1441 -> 1474
-// us on the H200). Each block therefore prefetches into L2 the lines it will publish
-// (prefetch_own_records), first thing, some microseconds before it publishes them: 1452 us, and
-// bf16 backward 750 -> 739, as before the tags (bench/RESULTS.md).
+// left it in memory, not in L2), which slows the one-sequence look-back: it waits on each
+// predecessor's fresh record. Each block therefore prefetches into L2 the lines it will publish
+// (prefetch_own_records), first thing, some microseconds before it publishes them: on the H200,
+// (1, 1, 2^28) f32 backward 1474 -> 1452 us and bf16 backward 750 -> 739 (bench/RESULTS.md,
+// "Few long sequences").
 #pragma once
 
 #include <cstddef>
@@ -80,9 +81,9 @@ constexpr int kTilesPerGroup = 32;
 
 /// Bytes each record occupies: an L2 line of its own. Neighbouring tiles publish at about the
 /// same moment from different multiprocessors while their successors poll them; with records
-/// packed eight to a line that sharing cost 5-7% on one sequence (f32 (1, 1, 2^28) forward
-/// 905 -> 847-854 us, backward 1620 -> 1508 us on the H200; one record per 32-byte sector won
-/// about a fifth of that; bench/RESULTS.md).
+/// packed eight to a line that sharing costs 5-7% on one sequence (f32 (1, 1, 2^28) forward
+/// 847-854 us against 905, backward 1508 against 1620 on the H200; bench/RESULTS.md, "Few long
+/// sequences").
 constexpr int kRecordBytes = 128;
 
 /// What a tile publishes: its aggregate and the call's tag. For float the two are one 16-byte
@@ -159,8 +160,9 @@ struct TileStates {
 /// and the wave stays in step for a while after. Instead, block b of the first wave waits
 /// b * ps_per_block picoseconds after it starts before it loads: the wave's loads go out at
 /// about the rate memory serves them, the first tiles are stored while later ones still load, and
-/// the blocks leave the first wave one by one. On the H200 this made the long rows up to 10%
-/// faster (bf16 forward (1, 16, 2^22) 124 -> 112 us; dispatch/tuning.cuh, bench/RESULTS.md).
+/// the blocks leave the first wave one by one. On the H200 this makes the long rows up to 10%
+/// faster (bf16 forward (1, 16, 2^22) 124 -> 112 us; dispatch/tuning.cuh, bench/RESULTS.md, "Few
+/// long sequences").
 struct WavePace {
   int64_t blocks = 0;         ///< the first wave: blocks 0 .. blocks-1 (0: not paced)
   uint32_t ps_per_block = 0;  ///< the delay between consecutive blocks' loads, picoseconds
@@ -315,9 +317,9 @@ __device__ __forceinline__ bool try_read_state(const GroupRecord<double>* r, uin
 /// where its state is published (into `state`; its aggregate, published before, may not be
 /// visible yet, and whoever finds a state needs only the state), else aggregate where that is
 /// (into `f`). A float record's two words are loaded at once: loading the aggregate only after
-/// finding no state put a second round trip into every look-back whose nearest group was not
-/// inclusive yet (f32 backward (1, 1, 2^28) 1470 -> 1484 us in the bench on the H200;
-/// bench/RESULTS.md). A double record is still read that way, the state's tag first and the
+/// finding no state would put a second round trip into every look-back whose nearest group is
+/// not inclusive yet (about 1% on f32 backward (1, 1, 2^28) on the H200; bench/RESULTS.md, "Few
+/// long sequences"). A double record is read in that order, the state's tag first and the
 /// aggregate's only where no state is there (each an acquire load ahead of its payload; not
 /// measured: no long row is double).
 __device__ __forceinline__ uint32_t try_read(const GroupRecord<float>* r, uint64_t tag,

@@ -159,12 +159,12 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   return plan_on<C, kVec, Lookback>(sequences, length, path, sms, plan);
 }
 
-/// Whether the staged kernel `kKernel` runs on `device` (compiled for sm_90 or later; any
-/// kernel where not `kStaged`) and how many of its blocks (`kThreads` threads, `kSharedBytes` of
-/// dynamic shared memory) a multiprocessor holds: `resident`, 0 where it does not run. Asked of the runtime once per
-/// kernel and device, then remembered. The dynamic shared memory allowance is raised to
-/// `kSharedBytes` where that is over the default 48 KiB (set on every such launch, a host call
-/// that does not synchronize: the setting does not survive cudaDeviceReset; of the library's own
+/// Whether the staged kernel `kKernel` runs on `device` (compiled for sm_90 or later; any kernel
+/// where not `kStaged`) and how many of its blocks (`kThreads` threads, `kSharedBytes` of dynamic
+/// shared memory) a multiprocessor holds: `resident`, 0 where it does not run. Asked of the runtime
+/// once per kernel and device, then remembered. The dynamic shared memory allowance is raised to
+/// `kSharedBytes` where that is over the default 48 KiB (set on every such launch, a host call that
+/// does not synchronize: the setting does not survive cudaDeviceReset; of the library's own
 /// policies, only double's forward tile needs it).
 template <auto kKernel, int kThreads, int kSharedBytes, bool kStaged = true>
 cudaError_t prepare_staged(int device, int& resident) {

@@ -27,11 +27,10 @@
 // lanes per channel reading the tiles before it a window at a time.
 //
 // The look-back costs each tile round trips through L2 while its staged rows hold shared memory,
-// so where the chains are many the path walks
-// instead: one block per (sequence of a dense batch, slab) scans that sequence's tiles in
-// order, carrying the state in shared memory, with nothing looked back and no workspace
-// (row_kernel's walk mode; the dispatch's rule is row_walks'). Every call made without a
-// workspace (scan(args, stream)) walks.
+// so where the chains are many the path walks instead: one block per (sequence of a dense
+// batch, slab) scans that sequence's tiles in order, carrying the state in shared memory, with
+// nothing looked back and no workspace (row_kernel's walk mode; the dispatch's rule is
+// row_walks'). Every call made without a workspace (scan(args, stream)) walks.
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -217,8 +216,8 @@ __device__ __forceinline__ uint32_t row_read(const RowRecord<double>* r, uint64_
 /// nearest tile whose state is published with every tile after it showing its aggregate, and
 /// fold those aggregates onto that state in order (x = a * x + b): the chain of fmas of the
 /// sequential definition, whichever tile it starts from, so the state is the same bits whenever
-/// it is found. Where no such tile is within reach yet, they wait and read again. Tile 0 of a slab always publishes its state at once (its
-/// first row begins a sequence), so the wait ends.
+/// it is found. Where no such tile is within reach yet, they wait and read again. Tile 0 of a
+/// slab always publishes its state at once (its first row begins a sequence), so the wait ends.
 template <class C, int kG, int kWidth, int kReach>
 __device__ __forceinline__ C row_look_back(const RowRecord<C>* slab_records, int64_t tile, int ch,
                                            int slot, uint64_t tag) {
@@ -882,11 +881,12 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
 /// Whether a call with a workspace walks (see row_kernel): where its chains fill the walking
 /// blocks' waves (resident blocks times multiprocessors) to at least kRowWalkFill. A chain is a
 /// whole sequence of a slab, so a wave left part empty idles until its longest chain ends. On the
-/// H200 (bench/results/row_modes_probe.txt), f32 forward (backward) walking against looking
-/// back, of a same-traffic copy: (8, 8192, 1536), 384 chains, 0.97 of a wave: 0.90 (0.89)
-/// against 0.78 (0.74); (16, 2048, 2048), 1024 chains, 2.6 waves filled to 0.86: 0.87 (0.87)
-/// against 0.79 (0.77); (4, 4096, 4096), 512 chains, 1.3 waves filled to 0.65: 0.73 (0.71)
-/// against 0.80 (0.77).
+/// H200 (bench/RESULTS.md, "Channel-last and packed layouts: the row path";
+/// bench/results/row_modes_probe.txt), f32 forward (backward) walking against looking back, of a
+/// same-traffic copy: (8, 8192, 1536), 384 chains, 0.97 of a wave: 0.90 (0.89) against
+/// 0.78 (0.74); (16, 2048, 2048), 1024 chains, 2.6 waves filled to 0.86: 0.87 (0.87) against
+/// 0.79 (0.77); (4, 4096, 4096), 512 chains, 1.3 waves filled to 0.65: 0.73 (0.71) against
+/// 0.80 (0.77).
 constexpr double kRowWalkFill = 0.8;
 
 template <class T, bool kBackward, int kVec>

@@ -101,14 +101,15 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 ///
 /// A block waits only on lower-numbered blocks, which the hardware starts first (blocks are
 /// dispatched in index order; CUB's single-pass scan rests on the same fact), so the look-back
-/// always makes progress. Taking the next tile before looking back for the current one (to keep
-/// loads in flight) made every tile's aggregate wait on an earlier look-back and measured 0.15-
-/// 0.2 of the copy on the H200; it was dropped.
+/// always makes progress. A block scans exactly one tile and publishes its aggregate before it
+/// waits on any other tile, so no tile's aggregate waits on another tile's look-back (a block
+/// that took its next tile before looking back for the current one would chain the aggregates
+/// through the whole sequence; bench/RESULTS.md, "What was tried and dropped, and why").
 ///
-/// The look-back takes longer than the tile's loads (bench/RESULTS.md has the phase profile), so
-/// throughput comes from tiles resident per multiprocessor. `kHold` says where the elements wait
-/// meanwhile: nowhere (reloaded from L2) or in shared memory, which lets four or five blocks
-/// stay resident per multiprocessor.
+/// The look-back takes longer than the tile's loads (the phase profile in bench/RESULTS.md, "Few
+/// long sequences"), so throughput comes from tiles resident per multiprocessor. `kHold` says
+/// where the elements wait meanwhile: nowhere (reloaded from L2) or in shared memory, which lets
+/// four or five blocks stay resident per multiprocessor.
 template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
@@ -128,7 +129,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   Group group(storage);
   const int rank = static_cast<int>(threadIdx.x);
   // Position-major: a tile's predecessor started S blocks earlier, so its aggregate is more
-  // likely published by the time the look-back asks (measured: +0.05-0.13 with 8-128 sequences).
+  // likely published by the time the look-back asks (+0.05-0.13 of the copy with 8-128
+  // sequences; bench/RESULTS.md, "Few long sequences").
   const int64_t k = blockIdx.x / p.sequences;
   const int64_t seq = blockIdx.x - k * p.sequences;
   if (rank == 0 && chunks > 1) prefetch_own_records(tiles, seq * chunks, seq * groups, k);
@@ -256,14 +258,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // Where the tiles of a sequence leave their slack (the chunks * kTile - length positions they
   // cover outside it). A tile with an edge in its staged part runs code that no other tile keeps
   // in the instruction cache, and under full memory load each miss waits as long as a load: last
-  // in the grid, such a tile lived 4-5 us longer than the others and the kernel waited for it;
+  // in the grid, such a tile lives 4-5 us longer than the others and the kernel waits for it;
   // first, it holds up the first wave by 1-2. An edge in the held runs (registers, the tile's
   // end) costs nothing measurable there. So a forward scan's tiles leave up to a held span of
   // slack, less a vector (so that a last vector that is not whole lies in the held runs too),
   // behind the sequence's end and the rest in front of its start, rounded up to 512 bytes: tiles
-  // off that grid made the whole kernel 9% slower. A reverse scan's first tile is its last in
+  // off that grid make the whole kernel 9% slower. A reverse scan's first tile is its last in
   // memory, so its tiles start at the sequence's start. bf16 forward (1, 16, 2^22), whose last
-  // tile held 1536 elements, 116 -> 111 µs (bench/RESULTS.md).
+  // tile holds 1536 elements of it: 111 µs with the slack placed so, 116 with the tiles from the
+  // sequence's start (bench/RESULTS.md, "Few long sequences").
   const int64_t slack = chunks * kTile - (problem.hi + kVec - 1) / kVec * kVec;  // >= 0
   constexpr int64_t kBehind = kHeld > 0 ? kRun * kHeld - kVec : 0;
   constexpr int64_t kAlign = 512 / sizeof(T);
@@ -293,9 +296,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   } else {
     // A stretch that reaches outside the sequence (a sequence's edge tiles): its whole vectors
     // inside, [inside_lo, inside_hi), by bulk copies all the same, the rest by the lanes. Staged
-    // by the lanes alone, an edge tile whose inside ended in a warp's stretch lived 4-5 us longer
-    // than the others, and, as a sequence's last tile is the last in the grid, the kernel with it
-    // (bf16 forward (1, 16, 2^22): 112 us, (1, 16, 2^22 - 1536) 108; bench/RESULTS.md).
+    // by the lanes alone, an edge tile whose inside ends in a warp's stretch lives 4-5 us longer
+    // than the others, and, as a sequence's last tile is the last in the grid, so does the kernel
+    // (bench/RESULTS.md, "Few long sequences").
     const int64_t first = problem.lo - origin, last = problem.hi - origin;
     const int64_t up = first <= 0 ? 0 : ceil_div(first, kVec), down = last <= 0 ? 0 : last / kVec;
     inside_lo = static_cast<int>(up < kWarpVectors ? up : kWarpVectors);
@@ -319,9 +322,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // Whether all of this thread's held vectors lie inside the sequence: in every tile but a
   // sequence's edge tiles. Those threads take a path of plain 16-byte loads and stores with
   // no per-vector test; the others the guarded one. Kept apart, the hot path is a compact
-  // stretch of code: interleaved with the guarded one, instruction fetch stalls were a fifth of
+  // stretch of code: interleaved with the guarded one, instruction fetch stalls are a fifth of
   // the bf16 forward kernel's samples (Nsight Compute). This and folding the held runs first
-  // (below) made the long rows 1-9% faster (bench/RESULTS.md, the instruction cache).
+  // (below) make the long rows 1-9% faster (bench/RESULTS.md, "Few long sequences", the
+  // instruction cache).
   const bool held_inside =
       kHeld > 0 && held_at(0) >= problem.lo && held_at(kHeld - 1) + kVec <= problem.hi;
   if constexpr (kHeld > 0) {
@@ -337,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   // The held runs are folded first, while the bulk copies are still landing (measured against
   // folding them after the staged part: f32 (1, 16, 2^22) and (1, 128, 2^20) 7-8% faster, the
   // other long rows and bf16 within 1% but for bf16 (1, 16, 2^22), 4% faster;
-  // bench/results/multiblock_order_sweep*.json).
+  // bench/RESULTS.md, "Few long sequences").
   Affine<C> aggregate[1 + kHeld];
 #pragma unroll
   for (int j = 0; j < kHeld; ++j) {
@@ -404,9 +408,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
     };
     // The same two-path dispatch as the held loads' and on_staged_path, written out at each
-    // site: one helper for all three compiled every forward kernel differently (cuobjdump, seventh
-    // session; the staged loops alone through it were identical), and this kernel's speed
-    // follows its code's layout (the instruction cache, bench/RESULTS.md). Not measured.
+    // site: one helper for all three compiles every forward kernel differently (cuobjdump; its
+    // speed is not measured), and this kernel's speed follows its code's layout
+    // (bench/RESULTS.md, "Few long sequences", the instruction cache).
     if (held_inside)
       scan_held(std::true_type{});
     else
@@ -443,7 +447,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 }
 
 /// The staged multi-block kernel of `Problem`. The backward pass stages its whole tile: held
-/// registers beside it measured slower on most of the long rows (bench/RESULTS.md).
+/// registers beside it measure slower on most of the long rows (bench/RESULTS.md, "What was tried
+/// and dropped, and why").
 template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks, int kUnroll>
 constexpr auto staged_kernel() {
   static_assert(Problem::kStagedStreams == 2 || kRegisterItems == 0,
