@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The benchmark tables of bench/RESULTS.md and README.md, made from the committed JSON.
+
+    python3 bench/report.py --check     # exit 1 if a generated table differs from its JSON
+    python3 bench/report.py --write     # rewrite every generated table in place
+    python3 bench/report.py --table KIND FILE...   # print one table
+
+A generated table sits between two markers in the Markdown file, the first naming its kind and
+its raw files (paths from the repository root):
+
+    <!-- report: rows bench/results/walk_b129b98_run1.json bench/results/walk_b129b98_run2.json -->
+    | case | ...
+    <!-- /report -->
+
+Kinds:
+  grid-forward FILE   the (8, 1536, T) forward rows of one run: scan and copy µs, GB/s,
+                      efficiency, CUB beside it (bold: at the 0.90 target)
+  grid-backward FILE  the same for the backward rows (target 0.85)
+  grid-summary FILE   README's efficiency table: one line per dtype and pass, T across the top
+  rows FILE...        layout and varlen rows over several runs: the run with the lowest
+                      efficiency (../shared/BENCHMARKING.md's rule) and the range over the runs
+
+Efficiency is the benchmark's own counter (copy time / scan time, both medians of the same run);
+the script computes nothing but GB/s (bytes_per_second / 1e9) and the lowest of the runs.
+"""
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = ["bench/RESULTS.md", "README.md"]
+TARGET = {"forward": 0.90, "backward": 0.85}
+BEGIN = re.compile(r"^<!-- report: (\S+)((?: \S+)+) -->$")
+END = "<!-- /report -->"
+
+
+def load(path):
+    with open(os.path.join(ROOT, path)) as f:
+        return json.load(f)["benchmarks"]
+
+
+def split(name):
+    """'scan/f32/8x1536x128/bwd/iterations:1/manual_time' -> ('scan', 'f32/8x1536x128', True)."""
+    parts = name.split("/iterations")[0].split("/")
+    bwd = parts[-1] == "bwd"
+    if bwd:
+        parts = parts[:-1]
+    return parts[0], "/".join(parts[1:]), bwd
+
+
+def grid_rows(path, backward):
+    scans, cubs = [], {}
+    for b in load(path):
+        op, case, bwd = split(b["name"])
+        if bwd != backward or b.get("error_occurred"):
+            continue
+        if op == "scan":
+            scans.append((case, b))
+        elif op == "cub":
+            cubs[case] = b
+    return scans, cubs
+
+
+def bold(eff, target):
+    return f"**{eff:.3f}**" if eff >= target else f"{eff:.3f}"
+
+
+def grid_table(path, backward):
+    scans, cubs = grid_rows(path, backward)
+    target = TARGET["backward" if backward else "forward"]
+    head = "| case (dtype/B×C×T) | scan µs | copy µs | scan GB/s | efficiency |"
+    rule = "|---|---:|---:|---:|---:|"
+    if not backward:
+        head += " CUB µs | CUB efficiency |"
+        rule += "---:|---:|"
+    lines = [head, rule]
+    for case, b in scans:
+        line = (f"| {case} | {b['scan_us']:.1f} | {b['copy_us']:.1f} | "
+                f"{b['bytes_per_second'] / 1e9:.0f} | {bold(b['efficiency'], target)} |")
+        if not backward:
+            c = cubs.get(case)
+            line += f" {c['scan_us']:.1f} | {c['efficiency']:.3f} |" if c else " – | – |"
+        lines.append(line)
+    return lines
+
+
+def grid_summary(path):
+    cols, cells = [], {}
+    for b in load(path):
+        op, case, bwd = split(b["name"])
+        if op != "scan" or b.get("error_occurred"):
+            continue
+        parts = case.split("/")
+        dtype, t = parts[0], parts[1].split("x")[-1]
+        col = f"{t} rev" if parts[-1] == "reverse" else t
+        if col not in cols:
+            cols.append(col)
+        cells[(dtype, bwd, col)] = b["efficiency"]
+    # powers of two first, in order, then the other lengths, then the reverse rows
+    def order(c):
+        t = int(c.split()[0])
+        return (c.endswith("rev"), t & (t - 1) != 0, t)
+    cols.sort(key=order)
+    dtypes = []
+    for (dtype, _, _) in cells:
+        if dtype not in dtypes:
+            dtypes.append(dtype)
+    lines = ["| dtype, pass | " + " | ".join(cols) + " |",
+             "|---|" + "---:|" * len(cols)]
+    for dtype in dtypes:
+        for bwd in (False, True):
+            vals = [cells.get((dtype, bwd, c)) for c in cols]
+            text = ["–" if v is None else f"{v:.2f}" for v in vals]
+            lines.append(f"| {dtype} {'backward' if bwd else 'forward'} | " + " | ".join(text) + " |")
+    return lines
+
+
+def rows_table(paths):
+    runs = []
+    for p in paths:
+        out = {}
+        for b in load(p):
+            name = b["name"].split("/iterations")[0]
+            parts = name.split("/")
+            if len(parts) < 3 or parts[0] not in ("layout", "varlen") or parts[1] != "scan":
+                continue
+            if b.get("error_occurred"):
+                continue  # a row that did not run (its error is in the raw file)
+            out["/".join([parts[0]] + parts[2:])] = (b["scan_us"], b["copy_us"], b["efficiency"])
+        runs.append(out)
+    keys = []
+    for r in runs:
+        keys += [k for k in r if k not in keys]
+    lines = ["| case | pass | scan µs | copy µs | efficiency (lowest) | range over runs | target |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for k in keys:
+        vals = [r[k] for r in runs if k in r]
+        low = min(vals, key=lambda v: v[2])
+        bwd = k.endswith("/bwd")
+        case = k[: -len("/bwd")] if bwd else k
+        target = TARGET["backward" if bwd else "forward"]
+        mark = "" if low[2] >= target else " ✗"
+        effs = [v[2] for v in vals]
+        lines.append(f"| {case} | {'backward' if bwd else 'forward'} | {low[0]:.1f} | "
+                     f"{low[1]:.1f} | {low[2]:.3f}{mark} | {min(effs):.3f}-{max(effs):.3f} | "
+                     f"{target:.2f} |")
+    return lines
+
+
+def table(kind, files):
+    if kind == "grid-forward" and len(files) == 1:
+        return grid_table(files[0], False)
+    if kind == "grid-backward" and len(files) == 1:
+        return grid_table(files[0], True)
+    if kind == "grid-summary" and len(files) == 1:
+        return grid_summary(files[0])
+    if kind == "rows" and files:
+        return rows_table(files)
+    raise SystemExit(f"report.py: unknown table '{kind}' for {files}")
+
+
+def regenerate(text):
+    """The document with every generated table made again; and the number of tables."""
+    out, lines, i, count = [], text.split("\n"), 0, 0
+    while i < len(lines):
+        m = BEGIN.match(lines[i])
+        out.append(lines[i])
+        i += 1
+        if not m:
+            continue
+        end = i
+        while end < len(lines) and lines[end] != END:
+            end += 1
+        if end == len(lines):
+            raise SystemExit(f"report.py: '{m.group(0)}' has no '{END}'")
+        out += table(m.group(1), m.group(2).split())
+        out.append(END)
+        i = end + 1
+        count += 1
+    return "\n".join(out), count
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "--table":
+        print("\n".join(table(argv[1], argv[2:])))
+        return 0
+    if argv not in (["--check"], ["--write"]):
+        print(__doc__)
+        return 2
+    stale = []
+    for doc in DOCS:
+        path = os.path.join(ROOT, doc)
+        with open(path) as f:
+            text = f.read()
+        new, count = regenerate(text)
+        print(f"{doc}: {count} generated tables")
+        if new != text:
+            stale.append(doc)
+            if argv == ["--write"]:
+                with open(path, "w") as f:
+                    f.write(new)
+    if stale and argv == ["--check"]:
+        print("report.py: tables out of date with their JSON in " + ", ".join(stale) +
+              " (run python3 bench/report.py --write)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
