@@ -4,6 +4,7 @@
     python3 bench/report.py --check     # exit 1 if a generated table differs from its JSON
     python3 bench/report.py --write     # rewrite every generated table in place
     python3 bench/report.py --table KIND FILE...   # print one table
+    python3 bench/report.py --plots DIR   # PNG plots of PLOTS (below) into DIR (matplotlib)
 
 A generated table sits between two markers in the Markdown file, the first naming its kind and
 its raw files (paths from the repository root):
@@ -27,6 +28,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ["bench/RESULTS.md", "README.md"]
@@ -181,7 +183,104 @@ def regenerate(text):
     return "\n".join(out), count
 
 
+# The plots: (file name, kind, raw files, commit measured, command), each stamped with the GPU
+# and date of its first raw file and with the commit and command given here.
+PLOTS = [
+    ("grid.png", "grid", ["bench/results/grid.json"], "e15e0d3",
+     "ascan_bench --benchmark_out=bench.json --benchmark_out_format=json"),
+    ("row_path_walk.png", "rows",
+     [f"bench/results/walk_b129b98_run{k}.json" for k in (1, 2, 3)], "b129b98",
+     "ascan_bench --benchmark_filter='^layout/(copy|scan)/f32/channel_last/"
+     "(B8_T(128|1024|8192)_C1536|B16_T2048_C2048)' (three runs)"),
+    ("row_path_lookback.png", "rows",
+     [f"bench/results/layout_3b4c2fc_run{k}.json" for k in (1, 2, 3)], "3b4c2fc",
+     "ascan_bench --benchmark_filter='^(layout|varlen)/' (three runs)"),
+]
+
+
+def stamp(files, commit, command):
+    with open(os.path.join(ROOT, files[0])) as f:
+        ctx = json.load(f)["context"]
+    head = f"{ctx.get('gpu', '?')}, {ctx.get('date', '?')[:10]}, commit {commit}"
+    return head + "\n" + "\n".join(textwrap.wrap(command, 110))
+
+
+def plot_grid(plt, path, note):
+    """Efficiency against T (powers of two) per dtype and pass, ascan beside CUB and the copy."""
+    series = {}
+    for b in load(path):
+        op, case, bwd = split(b["name"])
+        parts = case.split("/")
+        t = int(parts[1].split("x")[-1])
+        if op not in ("scan", "cub") or len(parts) != 2 or t & (t - 1) or b.get("error_occurred"):
+            continue
+        series.setdefault((parts[0], bwd, op), []).append((t, b["efficiency"]))
+    dtypes = sorted({k[0] for k in series}, key=["f32", "bf16", "f16"].index)
+    fig, axes = plt.subplots(2, len(dtypes), figsize=(4.2 * len(dtypes), 6.5), sharey=True)
+    for col, dtype in enumerate(dtypes):
+        for row, bwd in enumerate((False, True)):
+            ax = axes[row][col]
+            for op, style in (("scan", "o-"), ("cub", "s--")):
+                pts = sorted(series.get((dtype, bwd, op), []))
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style,
+                            label="ascan" if op == "scan" else "CUB", markersize=4)
+            ax.axhline(1.0, color="gray", linewidth=0.8, label="copy")
+            ax.axhline(TARGET["backward" if bwd else "forward"], color="red", linestyle=":",
+                       linewidth=0.8, label="target")
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(0, 1.1)
+            ax.set_title(f"{dtype} {'backward' if bwd else 'forward'}, (8, 1536, T)", fontsize=9)
+            ax.set_xlabel("T", fontsize=8)
+            if col == 0:
+                ax.set_ylabel("efficiency (copy time / scan time)", fontsize=8)
+            ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(note, fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
+
+
+def plot_rows(plt, paths, note):
+    """Each layout or varlen row's lowest efficiency over the runs, with its target."""
+    lines = rows_table(paths)[2:]
+    cells = [[c.strip() for c in l.strip("|").split("|")] for l in lines]
+    labels = [f"{c[0]} {'bwd' if c[1] == 'backward' else 'fwd'}" for c in cells]
+    effs = [float(c[4].split()[0]) for c in cells]
+    targets = [float(c[6]) for c in cells]
+    fig, ax = plt.subplots(figsize=(10, 0.28 * len(cells) + 1.5))
+    y = range(len(cells))
+    ax.barh(y, effs, color=["tab:green" if e >= t else "tab:orange" for e, t in zip(effs, targets)])
+    ax.scatter(targets, y, marker="|", color="red", s=120, label="target", zorder=3)
+    ax.axvline(1.0, color="gray", linewidth=0.8)
+    ax.set_yticks(list(y))
+    ax.set_yticklabels(labels, fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.1)
+    ax.set_xlabel("efficiency, lowest of the runs (copy time / scan time)", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(note, fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plots(out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(out_dir, exist_ok=True)
+    for name, kind, files, commit, command in PLOTS:
+        note = stamp(files, commit, command)
+        fig = plot_grid(plt, files[0], note) if kind == "grid" else plot_rows(plt, files, note)
+        fig.savefig(os.path.join(out_dir, name), dpi=110)
+        plt.close(fig)
+        print(os.path.join(out_dir, name))
+
+
 def main(argv):
+    if len(argv) == 2 and argv[0] == "--plots":
+        plots(argv[1])
+        return 0
     if len(argv) >= 3 and argv[0] == "--table":
         print("\n".join(table(argv[1], argv[2:])))
         return 0
