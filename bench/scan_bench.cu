@@ -49,11 +49,18 @@
 // LookbackTuning) and on the short-tile shapes (short_grid), and tune/... rows with each
 // candidate tile shape of the multi-block kernel on the long rows and on the short-tile shapes.
 //
-// Each scan and cub row measures its own copy in the same run and reports
+// Each scan and cub row (and each sweep row) times its own same-traffic copy paired with the
+// operation: one copy sample before each sample of the operation, each after its own L2 flush,
+// so both see the same conditions (time_median, Pairing). No row uses another row's copy; the
+// copy rows time the copy alone, as the device's rate for those bytes. A row reports
 //
 //   scan_us            median time of the operation (CUB's, on a cub row), microseconds
-//   copy_us            median time of the same-traffic copy, microseconds
-//   efficiency         copy_us / scan_us: 1.0 is the limit
+//   copy_us            median time of the paired copy (a copy row: of the copy alone)
+//   efficiency         copy_us / scan_us, the ratio of the two medians: 1.0 is the limit
+//   ratio_p10, _p90    10th and 90th percentile of the per-pair ratios copy / operation
+//   copy_vs_alone      the paired copy's median over the case's copy row's (when that row ran)
+//   copy_outlier       1 where copy_vs_alone is more than 10% off: the row's copy ran unlike the
+//                      device's copy of those bytes, so its efficiency is suspect
 //   bytes_per_second   bytes / median time
 //
 // Timing, and why it is not Google Benchmark's own loop. Version 1.7.1 reports per run the MEAN
@@ -338,6 +345,7 @@ struct Gpu {
   cudaStream_t stream = nullptr;
   void* flush = nullptr;
   std::vector<cudaEvent_t> start, stop;
+  std::vector<cudaEvent_t> copy_start, copy_stop;  // the paired copy's samples
   int reps = kDefaultReps;
 };
 Gpu g_gpu;
@@ -358,11 +366,10 @@ const std::string& gpu_setup() {
     err = cuda_check(cudaStreamCreateWithFlags(&g_gpu.stream, cudaStreamNonBlocking),
                      "cudaStreamCreate");
   if (err.empty()) err = cuda_check(cudaMalloc(&g_gpu.flush, kFlushBytes), "cudaMalloc(flush)");
-  g_gpu.start.resize(g_gpu.reps);
-  g_gpu.stop.resize(g_gpu.reps);
-  for (int i = 0; err.empty() && i < g_gpu.reps; ++i) {
-    err = cuda_check(cudaEventCreate(&g_gpu.start[i]), "cudaEventCreate");
-    if (err.empty()) err = cuda_check(cudaEventCreate(&g_gpu.stop[i]), "cudaEventCreate");
+  for (auto* events : {&g_gpu.start, &g_gpu.stop, &g_gpu.copy_start, &g_gpu.copy_stop}) {
+    events->resize(g_gpu.reps);
+    for (int i = 0; err.empty() && i < g_gpu.reps; ++i)
+      err = cuda_check(cudaEventCreate(&(*events)[i]), "cudaEventCreate");
   }
   if (!err.empty()) g_gpu.error = "CUDA setup failed: " + err;
   return g_gpu.error;
@@ -376,18 +383,52 @@ void gpu_teardown() {
   cudaStreamDestroy(g_gpu.stream);
 }
 
+/// The same-traffic copy paired with the operation a row times: while `copy_bytes` is set,
+/// time_median takes one sample of that copy before each sample of the operation, each after its
+/// own L2 flush, so both see the same conditions; it leaves the copy's median and the 10th and
+/// 90th percentiles of the per-pair ratios (copy / operation) here.
+struct Pairing {
+  size_t copy_bytes = 0;  ///< 0: not paired
+  void* copy_dst = nullptr;
+  const void* copy_src = nullptr;
+  double copy_ms = NAN;
+  double ratio_p10 = NAN, ratio_p90 = NAN;
+};
+Pairing g_pair;
+
+double median_of(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : 0.5 * (double(v[mid - 1]) + double(v[mid]));
+}
+
 // Times `launch` (a callable returning an error string) as described at the top of the file and
-// writes the median in milliseconds.
+// writes the median in milliseconds; paired with a copy where g_pair says so.
 template <class Launch>
 std::string time_median(const Launch& launch, double* median_ms) {
   cudaStream_t s = g_gpu.stream;
+  const size_t copy_bytes = g_pair.copy_bytes;
+  const auto copy = [&] {
+    return cuda_check(cudaMemcpyAsync(g_pair.copy_dst, g_pair.copy_src, copy_bytes,
+                                      cudaMemcpyDeviceToDevice, s),
+                      "cudaMemcpyAsync(paired copy)");
+  };
+  const auto flush = [&](int i) {
+    return cuda_check(cudaMemsetAsync(g_gpu.flush, i & 0xFF, kFlushBytes, s), "flush");
+  };
   std::string err;
   for (int i = 0; err.empty() && i < kWarmup; ++i) {
-    err = cuda_check(cudaMemsetAsync(g_gpu.flush, i & 0xFF, kFlushBytes, s), "flush");
+    err = flush(i);
     if (err.empty()) err = launch();
   }
   for (int i = 0; err.empty() && i < g_gpu.reps; ++i) {
-    err = cuda_check(cudaMemsetAsync(g_gpu.flush, i & 0xFF, kFlushBytes, s), "flush");
+    if (copy_bytes > 0) {
+      err = flush(i);
+      if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.copy_start[i], s), "cudaEventRecord");
+      if (err.empty()) err = copy();
+      if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.copy_stop[i], s), "cudaEventRecord");
+    }
+    if (err.empty()) err = flush(i);
     if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.start[i], s), "cudaEventRecord");
     if (err.empty()) err = launch();
     if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.stop[i], s), "cudaEventRecord");
@@ -396,15 +437,25 @@ std::string time_median(const Launch& launch, double* median_ms) {
   std::string sync_err = cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   if (!err.empty()) return err;
   if (!sync_err.empty()) return sync_err;
-  std::vector<float> ms(g_gpu.reps);
+  std::vector<float> ms(g_gpu.reps), copy_ms(copy_bytes > 0 ? g_gpu.reps : 0);
   for (int i = 0; i < g_gpu.reps; ++i) {
     err = cuda_check(cudaEventElapsedTime(&ms[i], g_gpu.start[i], g_gpu.stop[i]),
                      "cudaEventElapsedTime");
+    if (err.empty() && copy_bytes > 0)
+      err = cuda_check(cudaEventElapsedTime(&copy_ms[i], g_gpu.copy_start[i], g_gpu.copy_stop[i]),
+                       "cudaEventElapsedTime");
     if (!err.empty()) return err;
   }
-  std::sort(ms.begin(), ms.end());
-  const size_t mid = ms.size() / 2;
-  *median_ms = ms.size() % 2 ? ms[mid] : 0.5 * (double(ms[mid - 1]) + double(ms[mid]));
+  *median_ms = median_of(ms);
+  if (copy_bytes > 0) {
+    std::vector<float> ratio(g_gpu.reps);
+    for (int i = 0; i < g_gpu.reps; ++i) ratio[i] = copy_ms[i] / ms[i];
+    std::sort(ratio.begin(), ratio.end());
+    const size_t last = ratio.size() - 1;
+    g_pair.copy_ms = median_of(copy_ms);
+    g_pair.ratio_p10 = ratio[last / 10];
+    g_pair.ratio_p90 = ratio[last - last / 10];
+  }
   return {};
 }
 
@@ -663,6 +714,7 @@ struct Summary {
   double scan_us = NAN, copy_us = NAN, cub_us = NAN, cub_copy_us = NAN;
 };
 std::vector<std::string> g_case_order;     // case names in registration order
+std::map<std::string, double> g_copy_alone;  // copy rows' medians (ms) by buffers and streams
 std::map<std::string, Summary> g_summary;  // filled by the rows that ran
 
 std::string shape_name(const Extent& e) {
@@ -944,8 +996,8 @@ using Measure = std::string (*)(const Extent&, bool, double*);
 
 // The time (the operation's median, the copy's on a copy row), the counters and the summary of
 // a row that ran; `bytes` the traffic the operation must move.
-void report_row(benchmark::State& state, Op op, const std::string& case_name, double bytes,
-                double copy_ms, double op_ms) {
+void report_row(benchmark::State& state, Op op, const std::string& case_name,
+                const std::string& copy_key, double bytes, double copy_ms, double op_ms) {
   if (op == Op::kCopy) op_ms = copy_ms;
 
   for (auto _ : state) state.SetIterationTime(op_ms / 1e3);
@@ -955,6 +1007,20 @@ void report_row(benchmark::State& state, Op op, const std::string& case_name, do
   state.counters["copy_us"] = copy_ms * 1e3;
   state.counters["scan_us"] = op_ms * 1e3;
   state.counters["efficiency"] = copy_ms / op_ms;
+  if (op != Op::kCopy) {
+    // the spread of the paired samples, and the paired copy against the case's copy row (the
+    // same bytes timed alone in this process): more than 10% off flags the row's copy
+    state.counters["ratio_p10"] = g_pair.ratio_p10;
+    state.counters["ratio_p90"] = g_pair.ratio_p90;
+    const auto alone = g_copy_alone.find(copy_key);
+    if (alone != g_copy_alone.end()) {
+      const double vs = copy_ms / alone->second;
+      state.counters["copy_vs_alone"] = vs;
+      state.counters["copy_outlier"] = vs > 1.1 || vs < 1.0 / 1.1 ? 1.0 : 0.0;
+    }
+  } else {
+    g_copy_alone[copy_key] = copy_ms;
+  }
   if (op == Op::kTune || op == Op::kPath || op == Op::kLookback) return;
   Summary& sum = g_summary[case_name];
   if (op == Op::kScan || op == Op::kBackward) {
@@ -980,8 +1046,14 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
   const std::string key = std::string(DtypeInfo<T>::kName) + "/" + shape_name(shape);
   std::string err = workspace_for<T>(key, shape);
   double copy_ms = 0.0, op_ms = 0.0;
-  if (err.empty()) err = measure_copy<T>(streams, &copy_ms);
+  // A copy row times the copy alone; every other row pairs its own copy with the operation
+  // (time_median), sample by sample.
+  if (err.empty() && op == Op::kCopy) err = measure_copy<T>(streams, &copy_ms);
   if (err.empty() && op != Op::kCopy) {
+    g_pair = Pairing{};
+    g_pair.copy_bytes = size_t(streams) * size_t(g_ws.n) * sizeof(T) / 2;
+    g_pair.copy_dst = g_ws.copy_dst;
+    g_pair.copy_src = g_ws.copy_src;
     // Poison the outputs (all-ones bytes are NaN in every dtype) so stale results cannot pass.
     for (void* out : {g_ws.out, g_ws.grad2})
       if (err.empty())
@@ -1009,6 +1081,9 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
           err = measure_cub<T>(shape, &op_ms);
       }
     }
+    copy_ms = g_pair.copy_ms;
+    g_pair.copy_bytes = 0;
+    if (err.empty() && !(copy_ms > 0.0)) err = "the paired copy took no samples";
     if (err.empty())
       err = backward ? check_backward<T>(shape, reverse)
                      : check_output<T>(shape, reverse, states && op == Op::kScan);
@@ -1022,7 +1097,7 @@ void run_row(benchmark::State& state, Op op, const std::string& case_name, const
   const double bytes =
       (double(streams) * double(g_ws.n) + (states ? 2.0 * double(shape.sequences()) : 0.0)) *
       sizeof(T);
-  report_row(state, op, case_name, bytes, copy_ms, op_ms);
+  report_row(state, op, case_name, key + "/" + std::to_string(streams), bytes, copy_ms, op_ms);
 }
 
 template <class T>
@@ -1281,8 +1356,14 @@ void run_layout_row(benchmark::State& state, Op op, const std::string& case_name
   std::string err = workspace_for<T>(std::string(DtypeInfo<T>::kName) + "/" + c.buffers, c.extent,
                                      c.offsets.get());
   double copy_ms = 0.0, op_ms = 0.0;
-  if (err.empty()) err = measure_copy<T>(streams, &copy_ms);
+  // A copy row times the copy alone; every other row pairs its own copy with the operation
+  // (time_median), sample by sample.
+  if (err.empty() && op == Op::kCopy) err = measure_copy<T>(streams, &copy_ms);
   if (err.empty() && op != Op::kCopy) {
+    g_pair = Pairing{};
+    g_pair.copy_bytes = size_t(streams) * size_t(g_ws.n) * sizeof(T) / 2;
+    g_pair.copy_dst = g_ws.copy_dst;
+    g_pair.copy_src = g_ws.copy_src;
     // Poison the outputs (all-ones bytes are NaN in every dtype) so stale results cannot pass.
     for (void* out : {g_ws.out, g_ws.grad2})
       if (err.empty())
@@ -1307,6 +1388,9 @@ void run_layout_row(benchmark::State& state, Op op, const std::string& case_name
           "ascan::scan", [&](void* w, size_t& b) { return ascan::scan(args, w, b, g_gpu.stream); },
           &op_ms);
     }
+    copy_ms = g_pair.copy_ms;
+    g_pair.copy_bytes = 0;
+    if (err.empty() && !(copy_ms > 0.0)) err = "the paired copy took no samples";
     if (err.empty())
       err = backward ? check_backward_seqs<T>(c.check_seqs(), false)
                      : check_output_seqs<T>(c.check_seqs(), false, false);
@@ -1316,7 +1400,10 @@ void run_layout_row(benchmark::State& state, Op op, const std::string& case_name
     state.SkipWithError(err.c_str());
     return;
   }
-  report_row(state, op, case_name, double(streams) * double(g_ws.n) * sizeof(T), copy_ms, op_ms);
+  const std::string copy_key =
+      std::string(DtypeInfo<T>::kName) + "/" + c.buffers + "/" + std::to_string(streams);
+  report_row(state, op, case_name, copy_key, double(streams) * double(g_ws.n) * sizeof(T), copy_ms,
+             op_ms);
 }
 
 /// The copy and scan rows of one layout or varlen case, "<group>/{copy,scan}/<dtype>/<name>".
