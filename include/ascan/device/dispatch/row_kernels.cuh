@@ -36,7 +36,6 @@
 #include <cuda_pipeline_primitives.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -438,15 +437,10 @@ using RowStageOf = RowStage<T, kVec, kRowsPerThread<kBackward>, kBackward ? 3 : 
 /// Dynamic shared memory of a row-path block: its staged rows.
 template <class T, bool kBackward, int kVec>
 constexpr int kRowStageBytes = RowStageOf<T, kBackward, kVec>::shared_bytes();
-/// Blocks per multiprocessor the launch bounds ask for: as many as 227 KiB of shared memory hold
-/// with the staged rows and about 6 KiB more each (the tile scan's exchange, the block's
-/// reservation), at most 3; 3 on the register path.
-template <class T, bool kBackward, int kVec>
-constexpr int kRowMinBlocks =
-    kRowStageBytes<T, kBackward, kVec> == 0
-        ? 3
-        : std::min(3, std::max(1, (227 * 1024) / (kRowStageBytes<T, kBackward, kVec> +
-                                                  6 * 1024)));
+/// Blocks per multiprocessor the launch bounds ask for: three, which the staged rows (64 KiB
+/// forward, 48 KiB backward, none on the register path) with about 6 KiB more each (the tile
+/// scan's exchange, the block's reservation) leave room for in 227 KiB (checked in row_kernel).
+constexpr int kRowMinBlocks = 3;
 
 /// The row path's kernel, in one of two modes.
 ///
@@ -459,7 +453,7 @@ constexpr int kRowMinBlocks =
 /// no workspace is used: where the chains fill the GPU (many sequences of channels) this is the
 /// faster mode (row_walks), and it serves every call made without a workspace.
 template <class T, bool kBackward, bool kDesc, int kVec, bool kWalk>
-__global__ void __launch_bounds__(kRowThreads, (kRowMinBlocks<T, kBackward, kVec>))
+__global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
     row_kernel(const RowParams<T> p, const RowStates<compute_t<T>> st) {
   using C = compute_t<T>;
   using Pairs = CutPairs<C, kVec>;
@@ -468,6 +462,8 @@ __global__ void __launch_bounds__(kRowThreads, (kRowMinBlocks<T, kBackward, kVec
   constexpr int kWidth = kRowLanes * kVec;
   constexpr int kArrays = kBackward ? 3 : 2;
   using Stage = RowStageOf<T, kBackward, kVec>;
+  static_assert(kRowMinBlocks * (kRowStageBytes<T, kBackward, kVec> + 6 * 1024) <= 227 * 1024,
+                "the staged rows leave no room for kRowMinBlocks blocks per multiprocessor");
   extern __shared__ uint4 row_shared[];
 
   __shared__ Pairs warp_total[kRowWarps][kRowLanes];
