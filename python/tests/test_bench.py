@@ -35,6 +35,9 @@ def test_applicable(peers):
     args = peers.parse_args([])
     assert peers.applicable("accel warp", (8, 1536, 1000), args).startswith("n/a")
     assert peers.applicable("accel warp", (8, 1536, 1024), args) is None
+    assert peers.applicable("accel warp", (8, 1536, 2048), args, 16) is None
+    assert peers.applicable("accel warp", (8, 1536, 4096), args, 16).startswith("n/a")
+    assert peers.applicable("accel warp", (8, 1536, 4096), args, 32) is None
     assert peers.applicable("torch loop", (8, 1536, 2048), args).startswith("skip")
     assert peers.applicable("fla fused", (1, 1, 1 << 28), args).startswith("skip")
     assert peers.applicable("fla chunk", (1, 1, 1 << 28), args) is None
