@@ -58,6 +58,15 @@ def _new_states(like: Tensor, rows, channels) -> Tensor:
 # The forward op.
 
 
+def _fwd_cuda(gates, tokens, initial_state, cu_seqlens, reverse, channel_last):
+    _, channels, _ = _sizes(tokens, channel_last)
+    out = _new_sequences(tokens)
+    final_state = _new_states(tokens, _state_rows(tokens, cu_seqlens), channels)
+    h0 = None if initial_state is None else initial_state.contiguous()
+    _ext.load().forward(gates, tokens, out, final_state, h0, cu_seqlens, reverse, channel_last)
+    return out, final_state
+
+
 @torch.library.custom_op("ascan::scan_fwd", mutates_args=(), device_types="cuda")
 def scan_fwd(
     gates: Tensor,
@@ -67,12 +76,7 @@ def scan_fwd(
     reverse: bool,
     channel_last: bool,
 ) -> Tuple[Tensor, Tensor]:
-    _, channels, _ = _sizes(tokens, channel_last)
-    out = _new_sequences(tokens)
-    final_state = _new_states(tokens, _state_rows(tokens, cu_seqlens), channels)
-    h0 = None if initial_state is None else initial_state.contiguous()
-    _ext.load().forward(gates, tokens, out, final_state, h0, cu_seqlens, reverse, channel_last)
-    return out, final_state
+    return _fwd_cuda(gates, tokens, initial_state, cu_seqlens, reverse, channel_last)
 
 
 @scan_fwd.register_fake
@@ -87,18 +91,8 @@ def _scan_fwd_fake(gates, tokens, initial_state, cu_seqlens, reverse, channel_la
 # The backward op (one fused pass: gradients of gates, tokens and the initial state).
 
 
-@torch.library.custom_op("ascan::scan_bwd", mutates_args=(), device_types="cuda")
-def scan_bwd(
-    gates: Tensor,
-    states: Tensor,
-    grad_out: Tensor,
-    initial_state: Optional[Tensor],
-    grad_final_state: Optional[Tensor],
-    cu_seqlens: Optional[Tensor],
-    reverse: bool,
-    channel_last: bool,
-    need_grad_initial_state: bool,
-) -> Tuple[Tensor, Tensor, Tensor]:
+def _bwd_cuda(gates, states, grad_out, initial_state, grad_final_state, cu_seqlens, reverse,
+              channel_last, need_grad_initial_state):
     _, channels, _ = _sizes(states, channel_last)
     grad_gates = _new_sequences(states)
     grad_tokens = _new_sequences(states)
@@ -120,6 +114,22 @@ def scan_bwd(
         channel_last,
     )
     return grad_gates, grad_tokens, grad_h0
+
+
+@torch.library.custom_op("ascan::scan_bwd", mutates_args=(), device_types="cuda")
+def scan_bwd(
+    gates: Tensor,
+    states: Tensor,
+    grad_out: Tensor,
+    initial_state: Optional[Tensor],
+    grad_final_state: Optional[Tensor],
+    cu_seqlens: Optional[Tensor],
+    reverse: bool,
+    channel_last: bool,
+    need_grad_initial_state: bool,
+) -> Tuple[Tensor, Tensor, Tensor]:
+    return _bwd_cuda(gates, states, grad_out, initial_state, grad_final_state, cu_seqlens,
+                     reverse, channel_last, need_grad_initial_state)
 
 
 @scan_bwd.register_fake
@@ -155,14 +165,17 @@ def _setup_context(ctx, inputs, output):
     ctx.channel_last = channel_last
 
 
-def _backward(ctx, grad_out, grad_final_state):
+def _gradients(ctx, grad_out, grad_final_state, bwd):
+    """The gradients of (gates, tokens, initial_state, cu_seqlens, reverse, channel_last) from
+    those of (out, final_state), either of which may be None (no gradient), through `bwd`."""
     gates, out, initial_state, cu_seqlens = ctx.saved_tensors
     need_gates, need_tokens, need_h0 = ctx.needs_input_grad[:3]
-    if not (need_gates or need_tokens or need_h0):
+    if not (need_gates or need_tokens or need_h0) or (grad_out is None and
+                                                      grad_final_state is None):
         return None, None, None, None, None, None
     if grad_out is None:  # only the final state was used: a zero upstream gradient, broadcast
         grad_out = out.new_zeros(()).expand(out.shape)
-    grad_gates, grad_tokens, grad_h0 = torch.ops.ascan.scan_bwd(
+    grad_gates, grad_tokens, grad_h0 = bwd(
         gates,
         out,
         grad_out,
@@ -183,7 +196,70 @@ def _backward(ctx, grad_out, grad_final_state):
     )
 
 
+def _backward(ctx, grad_out, grad_final_state):
+    return _gradients(ctx, grad_out, grad_final_state, torch.ops.ascan.scan_bwd)
+
+
 scan_fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+# --------------------------------------------------------------------------------------------
+# The eager path. Calling a torch.library custom op from Python costs its dispatch and, with
+# autograd, a generated autograd Function around it: about 40 us per forward and 230 us per
+# forward + backward of host time on a slow CPU, longer than the whole scan of a short sequence
+# (8 x 1536 x 128 in float32 scans in 10 us on the H200). Outside torch.compile, fake tensors,
+# dispatch modes and functorch transforms, ascan.scan calls the kernels directly through a plain
+# autograd.Function: the same allocations, the same kernels, the same gradient formula. Traced
+# code keeps the custom ops, which is what torch.compile and export need.
+
+# Kernels by device type: forward (gates, tokens, h0, cu_seqlens, reverse, channel_last) ->
+# (out, final_state) and backward as scan_bwd. The tests add CPU emulations under "cpu".
+_EAGER_KERNELS = {"cuda": (_fwd_cuda, _bwd_cuda)}
+
+
+class _Scan(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, gates, tokens, initial_state, cu_seqlens, reverse, channel_last):
+        forward = _EAGER_KERNELS[tokens.device.type][0]
+        out, final_state = forward(gates, tokens, initial_state, cu_seqlens, reverse,
+                                   channel_last)
+        ctx.save_for_backward(gates, out, initial_state, cu_seqlens)
+        ctx.reverse = reverse
+        ctx.channel_last = channel_last
+        ctx.set_materialize_grads(False)  # an unused output's gradient stays None, not zeros
+        return out, final_state
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out, grad_final_state):
+        backward = _EAGER_KERNELS[ctx.saved_tensors[1].device.type][1]
+        return _gradients(ctx, grad_out, grad_final_state, backward)
+
+
+_PLAIN = (Tensor, torch.nn.Parameter)
+
+# torch's own tests of a dispatch mode (FakeTensorMode, debug modes) and of functorch transforms;
+# a torch without them keeps every call on the custom ops.
+try:
+    from torch.utils._python_dispatch import is_in_torch_dispatch_mode as _in_dispatch_mode
+except ImportError:  # pragma: no cover
+    def _in_dispatch_mode() -> bool:
+        return True
+_in_functorch = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
+
+
+def _eager(gates, tokens, initial_state, cu_seqlens) -> bool:
+    """Whether ascan.scan may call the kernels directly (see above)."""
+    return (
+        type(gates) in _PLAIN
+        and type(tokens) in _PLAIN
+        and (initial_state is None or type(initial_state) in _PLAIN)
+        and (cu_seqlens is None or type(cu_seqlens) in _PLAIN)
+        and tokens.device.type in _EAGER_KERNELS
+        and not torch.compiler.is_compiling()
+        and not _in_dispatch_mode()
+        and not _in_functorch()
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,9 +402,22 @@ def scan(
     anything runs.
     """
     _check_args(gates, tokens, initial_state, reverse, return_final_state, layout, cu_seqlens)
-    out, final_state = torch.ops.ascan.scan_fwd(
-        gates, tokens, initial_state, cu_seqlens, reverse, layout == "btc"
-    )
+    channel_last = layout == "btc"
+    if not _eager(gates, tokens, initial_state, cu_seqlens):
+        out, final_state = torch.ops.ascan.scan_fwd(
+            gates, tokens, initial_state, cu_seqlens, reverse, channel_last
+        )
+    elif torch.is_grad_enabled() and (
+        gates.requires_grad
+        or tokens.requires_grad
+        or (initial_state is not None and initial_state.requires_grad)
+    ):
+        out, final_state = _Scan.apply(gates, tokens, initial_state, cu_seqlens, reverse,
+                                       channel_last)
+    else:
+        forward = _EAGER_KERNELS[tokens.device.type][0]
+        out, final_state = forward(gates, tokens, initial_state, cu_seqlens, reverse,
+                                   channel_last)
     if return_final_state:
         return out, final_state
     return out

@@ -101,4 +101,5 @@ def register():
 
     _ops.scan_fwd.register_kernel("cpu")(_fwd_cpu)
     _ops.scan_bwd.register_kernel("cpu")(_bwd_cpu)
+    _ops._EAGER_KERNELS["cpu"] = (_fwd_cpu, _bwd_cpu)  # ascan.scan's eager path
     _registered = True

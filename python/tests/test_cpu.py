@@ -347,6 +347,70 @@ def test_backward_matches_autograd_of_loop(cpu_ops):
             torch.testing.assert_close(a.grad, b.grad)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("layout", ["bct", "btc"])
+def test_eager_path_equals_op_path(cpu_ops, monkeypatch, reverse, layout):
+    # ascan.scan calls the kernels through a plain autograd.Function outside tracing; the
+    # custom ops' route must give the same values and gradients, and the eager route must be
+    # the one taken (the kernels called directly, the ops not at all).
+    from ascan import _ops
+
+    g, x, h0 = _inputs(2, 3, 7, layout=layout)
+    gout = torch.randn_like(x)
+    gh = torch.randn_like(h0)
+
+    def run():
+        leaves = [t.clone().requires_grad_() for t in (g, x, h0)]
+        out, h = ascan.scan(*leaves[:2], initial_state=leaves[2], reverse=reverse,
+                            return_final_state=True, layout=layout)
+        torch.autograd.backward((out, h), (gout, gh))
+        return [out.detach(), h.detach()] + [t.grad for t in leaves]
+
+    calls = {"fwd": 0, "bwd": 0}
+    fwd, bwd = _ops._EAGER_KERNELS["cpu"]
+
+    def counted(kind, fn):
+        def wrapper(*args):
+            calls[kind] += 1
+            return fn(*args)
+        return wrapper
+
+    monkeypatch.setitem(_ops._EAGER_KERNELS, "cpu", (counted("fwd", fwd), counted("bwd", bwd)))
+    eager = run()
+    assert calls == {"fwd": 1, "bwd": 1}
+    with torch.no_grad():  # no autograd: the forward kernel alone
+        ascan.scan(g, x, layout=layout)
+    assert calls == {"fwd": 2, "bwd": 1}
+    monkeypatch.setattr(_ops, "_eager", lambda *args: False)
+    through_ops = run()
+    assert calls == {"fwd": 2, "bwd": 1}
+    for a, b in zip(eager, through_ops):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_eager_path_only_outside_tracing(cpu_ops):
+    from ascan import _ops
+
+    g, x, _ = _inputs(1, 2, 3)
+    assert _ops._eager(g, x, None, None)
+    assert _ops._eager(torch.nn.Parameter(g), x, None, None)
+    with FakeTensorMode():
+        assert not _ops._eager(g, x, None, None)
+    assert not _ops._eager(g.to("meta"), x.to("meta"), None, None)  # no kernels for meta
+    seen = []
+    torch.func.vmap(lambda a: seen.append(_ops._eager(a, a, None, None)) or a)(g)
+    assert seen == [False]
+
+
+def test_eager_path_once_differentiable(cpu_ops):
+    g, x, _ = _inputs(1, 2, 4)
+    g.requires_grad_()
+    out = ascan.scan(g, x)
+    (grad,) = torch.autograd.grad(out.sum(), g, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        grad.sum().backward()
+
+
 def test_compile_fullgraph_hgrn(cpu_ops):
     torch.manual_seed(0)
     layer = HGRNLayer(8).double()
