@@ -1,0 +1,367 @@
+// bench/bench_harness.cuh: what every row of ascan_bench stands on: the element types, the GPU
+// state (stream, events, the L2 flush buffer), time_median with its paired same-traffic copy
+// (Pairing), and the case's buffers (Workspace, filled on the device). Part of scan_bench.cu's
+// one translation unit: included by it only, so its anonymous namespace is that file's.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Element types and sizes.
+
+enum class Dtype { kF32, kBF16, kF16 };
+
+template <class T>
+struct DtypeInfo;
+template <>
+struct DtypeInfo<float> {
+  static constexpr const char* kName = "f32";
+  static constexpr double kTolerance = 1e-3;
+};
+template <>
+struct DtypeInfo<__nv_bfloat16> {
+  static constexpr const char* kName = "bf16";
+  static constexpr double kTolerance = 1e-2;
+};
+template <>
+struct DtypeInfo<__half> {
+  static constexpr const char* kName = "f16";
+  static constexpr double kTolerance = 1e-2;
+};
+
+// Calls f with a value of type T* (null) for the runtime dtype, so one generic lambda covers all.
+template <class F>
+void with_dtype(Dtype d, F&& f) {
+  switch (d) {
+    case Dtype::kF32:
+      f(static_cast<float*>(nullptr));
+      break;
+    case Dtype::kBF16:
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case Dtype::kF16:
+      f(static_cast<__half*>(nullptr));
+      break;
+  }
+}
+
+template <class T>
+__host__ __device__ __forceinline__ T from_float(float x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(x);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(x);
+  } else {
+    return static_cast<T>(x);
+  }
+}
+
+template <class T>
+__host__ __device__ __forceinline__ float to_float(T x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat162float(x);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(x);
+  } else {
+    return static_cast<float>(x);
+  }
+}
+
+/// A case's sizes: `batch` * `channels` sequences of `length` steps.
+struct Extent {
+  int64_t batch;
+  int64_t channels;
+  int64_t length;
+  int64_t elements() const { return batch * channels * length; }
+  int64_t sequences() const { return batch * channels; }
+};
+
+constexpr int kWarmup = 3;
+constexpr int kDefaultReps = 51;
+constexpr size_t kFlushBytes = size_t{256} << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Device-side fill: a counter-based hash, so any element's value is a function of (seed, index)
+// and the fill runs at memory speed.
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Fills p[0, n) with lo + (hi - lo) * u, u uniform in [0, 1) on a 2^-24 grid, clamped below hi in
+// float. 16-bit storage rounds to nearest afterwards: bf16 gates in [0.999, 1) become 1.0 (its
+// spacing below 1 is 2^-8), f16 gates one of {0.99902, 0.99951, 1.0}. The reference check reads the
+// rounded values back, so it compares like with like.
+template <class T>
+__global__ void fill_uniform(T* p, int64_t n, float lo, float hi, uint64_t seed) {
+  const float below_hi = nextafterf(hi, lo);
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint64_t h = splitmix64(seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(i));
+    const float u = static_cast<float>(h >> 40) * 0x1.0p-24f;
+    p[i] = from_float<T>(fminf(lo + (hi - lo) * u, below_hi));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process-wide GPU state, set up on the first benchmark that runs (so --benchmark_list_tests
+// never touches the GPU), and an error string for CUDA calls: empty means success.
+
+std::string cuda_check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return {};
+  return std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+struct Gpu {
+  bool initialized = false;
+  std::string error;  // why no benchmark can run; non-empty once set
+  cudaStream_t stream = nullptr;
+  void* flush = nullptr;
+  std::vector<cudaEvent_t> start, stop;
+  std::vector<cudaEvent_t> copy_start, copy_stop;  // the paired copy's samples
+  int reps = kDefaultReps;
+};
+Gpu g_gpu;
+
+// Sets up the stream, the events and the flush buffer once. Returns the reason for failure.
+const std::string& gpu_setup() {
+  if (g_gpu.initialized) return g_gpu.error;
+  g_gpu.initialized = true;
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
+    g_gpu.error = std::string("no CUDA device: ") +
+                  (e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found none");
+    cudaGetLastError();
+    return g_gpu.error;
+  }
+  std::string err = cuda_check(cudaSetDevice(0), "cudaSetDevice");
+  if (err.empty())
+    err = cuda_check(cudaStreamCreateWithFlags(&g_gpu.stream, cudaStreamNonBlocking),
+                     "cudaStreamCreate");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_gpu.flush, kFlushBytes), "cudaMalloc(flush)");
+  for (auto* events : {&g_gpu.start, &g_gpu.stop, &g_gpu.copy_start, &g_gpu.copy_stop}) {
+    events->resize(g_gpu.reps);
+    for (int i = 0; err.empty() && i < g_gpu.reps; ++i)
+      err = cuda_check(cudaEventCreate(&(*events)[i]), "cudaEventCreate");
+  }
+  if (!err.empty()) g_gpu.error = "CUDA setup failed: " + err;
+  return g_gpu.error;
+}
+
+void gpu_teardown() {
+  if (!g_gpu.initialized || !g_gpu.error.empty()) return;
+  for (cudaEvent_t e : g_gpu.start) cudaEventDestroy(e);
+  for (cudaEvent_t e : g_gpu.stop) cudaEventDestroy(e);
+  cudaFree(g_gpu.flush);
+  cudaStreamDestroy(g_gpu.stream);
+}
+
+/// The same-traffic copy paired with the operation a row times: while `copy_bytes` is set,
+/// time_median takes one sample of that copy before each sample of the operation, each after its
+/// own L2 flush, so both see the same conditions; it leaves the copy's median and the 10th and
+/// 90th percentiles of the per-pair ratios (copy / operation) here.
+struct Pairing {
+  size_t copy_bytes = 0;  ///< 0: not paired
+  void* copy_dst = nullptr;
+  const void* copy_src = nullptr;
+  double copy_ms = NAN;
+  double ratio_p10 = NAN, ratio_p90 = NAN;
+};
+Pairing g_pair;
+
+double median_of(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : 0.5 * (double(v[mid - 1]) + double(v[mid]));
+}
+
+// Times `launch` (a callable returning an error string) as described at the top of scan_bench.cu
+// and writes the median in milliseconds; paired with a copy where g_pair says so.
+template <class Launch>
+std::string time_median(const Launch& launch, double* median_ms) {
+  cudaStream_t s = g_gpu.stream;
+  const size_t copy_bytes = g_pair.copy_bytes;
+  const auto copy = [&] {
+    return cuda_check(
+        cudaMemcpyAsync(g_pair.copy_dst, g_pair.copy_src, copy_bytes, cudaMemcpyDeviceToDevice, s),
+        "cudaMemcpyAsync(paired copy)");
+  };
+  const auto flush = [&](int i) {
+    return cuda_check(cudaMemsetAsync(g_gpu.flush, i & 0xFF, kFlushBytes, s), "flush");
+  };
+  std::string err;
+  for (int i = 0; err.empty() && i < kWarmup; ++i) {
+    err = flush(i);
+    if (err.empty()) err = launch();
+  }
+  for (int i = 0; err.empty() && i < g_gpu.reps; ++i) {
+    if (copy_bytes > 0) {
+      err = flush(i);
+      if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.copy_start[i], s), "cudaEventRecord");
+      if (err.empty()) err = copy();
+      if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.copy_stop[i], s), "cudaEventRecord");
+    }
+    if (err.empty()) err = flush(i);
+    if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.start[i], s), "cudaEventRecord");
+    if (err.empty()) err = launch();
+    if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.stop[i], s), "cudaEventRecord");
+  }
+  // Synchronize even after a failed launch, so no work of this case outlives its buffers.
+  std::string sync_err = cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  if (!err.empty()) return err;
+  if (!sync_err.empty()) return sync_err;
+  std::vector<float> ms(g_gpu.reps), copy_ms(copy_bytes > 0 ? g_gpu.reps : 0);
+  for (int i = 0; i < g_gpu.reps; ++i) {
+    err = cuda_check(cudaEventElapsedTime(&ms[i], g_gpu.start[i], g_gpu.stop[i]),
+                     "cudaEventElapsedTime");
+    if (err.empty() && copy_bytes > 0)
+      err = cuda_check(cudaEventElapsedTime(&copy_ms[i], g_gpu.copy_start[i], g_gpu.copy_stop[i]),
+                       "cudaEventElapsedTime");
+    if (!err.empty()) return err;
+  }
+  *median_ms = median_of(ms);
+  if (copy_bytes > 0) {
+    std::vector<float> ratio(g_gpu.reps);
+    for (int i = 0; i < g_gpu.reps; ++i) ratio[i] = copy_ms[i] / ms[i];
+    std::sort(ratio.begin(), ratio.end());
+    const size_t last = ratio.size() - 1;
+    g_pair.copy_ms = median_of(copy_ms);
+    g_pair.ratio_p10 = ratio[last / 10];
+    g_pair.ratio_p90 = ratio[last - last / 10];
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The buffers of one case, kept while consecutive benchmarks share (dtype, shape), freed when the
+// case changes: at most one case's memory is held at a time.
+
+struct Workspace {
+  std::string key;
+  int64_t n = 0;
+  void* gates = nullptr;
+  void* tokens = nullptr;
+  void* out = nullptr;
+  void* grad = nullptr;   // backward: upstream gradient g
+  void* grad2 = nullptr;  // backward: grad_tokens (out holds grad_gates)
+  void* h0 = nullptr;     // states rows: initial state per sequence
+  void* final = nullptr;  // states rows: final state per sequence
+  void* copy_src = nullptr;
+  void* copy_dst = nullptr;
+  size_t copy_bytes = 0;
+  void* cub_temp = nullptr;
+  size_t cub_temp_bytes = 0;
+  void* scratch = nullptr;  // ascan's workspace (multi-block tile states)
+  size_t scratch_bytes = 0;
+  int32_t* offsets = nullptr;  // varlen rows: the packed batch's cu_seqlens (count + 1)
+
+  void release() {
+    for (void* p : {gates, tokens, out, grad, grad2, h0, final, copy_src, copy_dst, cub_temp,
+                    scratch, static_cast<void*>(offsets)})
+      cudaFree(p);
+    *this = Workspace{};
+  }
+};
+Workspace g_ws;
+
+// Buffers of a case of `shape`; `offsets`, when given, are copied to g_ws.offsets (varlen rows).
+// Keep workspace_bytes below in step with what this allocates.
+template <class T>
+std::string workspace_for(const std::string& key, const Extent& shape,
+                          const std::vector<int32_t>* offsets = nullptr) {
+  if (g_ws.key == key) return {};
+  g_ws.release();
+  const int64_t n = shape.elements();
+  const size_t bytes = size_t(n) * sizeof(T);
+  // The copy buffers fit the larger of the two same-traffic copies: the backward pass moves
+  // 5 * N * sizeof(T) (read a, x, g; write da, db), so 5 * bytes / 2 copied.
+  const size_t copy_bytes = 5 * bytes / 2;
+  std::string err = cuda_check(cudaMalloc(&g_ws.gates, bytes), "cudaMalloc(gates)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.tokens, bytes), "cudaMalloc(tokens)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.out, bytes), "cudaMalloc(out)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.grad, bytes), "cudaMalloc(grad)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.grad2, bytes), "cudaMalloc(grad2)");
+  const size_t state_bytes = size_t(shape.sequences()) * sizeof(T);
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.h0, state_bytes), "cudaMalloc(h0)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.final, state_bytes), "cudaMalloc(final)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_src, copy_bytes), "cudaMalloc(copy)");
+  if (err.empty()) err = cuda_check(cudaMalloc(&g_ws.copy_dst, copy_bytes), "cudaMalloc(copy)");
+  if (err.empty() && offsets != nullptr) {
+    const size_t offset_bytes = offsets->size() * sizeof(int32_t);
+    err = cuda_check(cudaMalloc(&g_ws.offsets, offset_bytes), "cudaMalloc(offsets)");
+    if (err.empty())
+      err = cuda_check(
+          cudaMemcpy(g_ws.offsets, offsets->data(), offset_bytes, cudaMemcpyHostToDevice),
+          "cudaMemcpy(offsets)");
+  }
+  if (err.empty()) {
+    cudaStream_t s = g_gpu.stream;
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.gates), n, 0.999f, 1.0f, 1);
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.tokens), n, 0.0f, 1.0f, 2);
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.grad), n, 0.0f, 1.0f, 3);
+    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.h0), shape.sequences(), 0.0f, 1.0f, 4);
+    err = cuda_check(cudaGetLastError(), "fill_uniform");
+    if (err.empty())
+      err = cuda_check(cudaMemsetAsync(g_ws.copy_src, 0x3C, copy_bytes, s), "memset");
+    if (err.empty()) err = cuda_check(cudaStreamSynchronize(s), "fill");
+  }
+  if (!err.empty()) {
+    g_ws.release();
+    cudaGetLastError();  // an out-of-memory here must not fail the next case
+    return err;
+  }
+  g_ws.key = key;
+  g_ws.n = n;
+  g_ws.copy_bytes = copy_bytes;
+  return {};
+}
+
+/// The device memory workspace_for allocates for a case of `elements` elements in `sequences`
+/// sequences with `offset_count` cu_seqlens, plus the flush buffer held for the whole run; ascan's
+/// own workspace (multi-block tile states, if the path needs them) comes on top.
+constexpr size_t workspace_bytes(int64_t elements, int64_t sequences, size_t elem_bytes,
+                                 int64_t offset_count = 0) {
+  const size_t bytes = size_t(elements) * elem_bytes;
+  return 5 * bytes + 2 * (5 * bytes / 2) + 2 * size_t(sequences) * elem_bytes +
+         size_t(offset_count) * sizeof(int32_t) + kFlushBytes;
+}
+
+// The same-traffic copy of `streams` streams of N elements: streams * N * sizeof(T) / 2 bytes.
+template <class T>
+std::string measure_copy(int streams, double* ms) {
+  const size_t bytes = size_t(streams) * size_t(g_ws.n) * sizeof(T) / 2;
+  return time_median(
+      [bytes] {
+        return cuda_check(cudaMemcpyAsync(g_ws.copy_dst, g_ws.copy_src, bytes,
+                                          cudaMemcpyDeviceToDevice, g_gpu.stream),
+                          "cudaMemcpyAsync");
+      },
+      ms);
+}
+
+/// At least `bytes` of ascan workspace in g_ws.scratch (allocated outside any timed region).
+std::string ensure_scratch(size_t bytes) {
+  if (bytes <= g_ws.scratch_bytes) return {};
+  cudaFree(g_ws.scratch);
+  g_ws.scratch = nullptr;
+  g_ws.scratch_bytes = 0;
+  std::string err = cuda_check(cudaMalloc(&g_ws.scratch, bytes), "cudaMalloc(ascan workspace)");
+  if (err.empty()) g_ws.scratch_bytes = bytes;
+  return err;
+}
+
+}  // namespace

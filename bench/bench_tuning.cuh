@@ -1,0 +1,252 @@
+// bench/bench_tuning.cuh: the sweeps. --ascan_tune: tune/ rows, each kernel of the one-block
+// CandidateTable forced on the standard grid; --ascan_tune_multi: path/ rows (each path forced on
+// the crossover and short-tile shapes) and tune/ rows (each multi-block LookbackCandidate).
+// Included by scan_bench.cu only (its anonymous namespace).
+#pragma once
+
+#include "bench_grid.cuh"
+#include "bench_harness.cuh"
+#include "bench_rows.cuh"
+
+#include <ascan/ascan.cuh>
+
+#include <benchmark/benchmark.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+/// The shapes of the short-tile sweep (--ascan_tune_multi): few sequences that make few of the
+/// multi-block path's tiles (LookbackTuning::kShortPolicy), forward and backward.
+std::vector<GridRow> short_grid() {
+  const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
+  std::vector<GridRow> grid;
+  for (bool backward : {false, true})
+    for (Extent e : {Extent{1, 8, int64_t{1} << 16}, Extent{1, 32, int64_t{1} << 16},
+                     Extent{1, 128, int64_t{1} << 16}, Extent{1, 8, int64_t{1} << 18},
+                     Extent{1, 32, int64_t{1} << 18}, Extent{1, 4, int64_t{1} << 20}})
+      grid.push_back({e, f32_bf16, false, backward});
+  return grid;
+}
+
+/// The shapes of the path crossover sweep (--ascan_tune_multi): S sequences of 2^16 elements around
+/// the one-block path's fill of the GPU (132 SMs), both paths forced.
+std::vector<GridRow> crossover_grid() {
+  const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
+  std::vector<GridRow> grid;
+  for (bool backward : {false, true})
+    for (int64_t s : {132, 264, 396, 528, 792, 1056, 2112})
+      grid.push_back({{1, s, int64_t{1} << 16}, f32_bf16, false, backward});
+  for (bool backward : {false, true})
+    for (int64_t s : {16, 128, 528})
+      grid.push_back({{1, s, int64_t{1} << 20}, f32_bf16, false, backward});
+  return grid;
+}
+
+// The tuning sweep (--ascan_tune): the same call with a kernel of a candidate table forced, to
+// measure the choices and crossovers recorded beside the table in
+// include/ascan/device/dispatch/tuning.cuh. Items are whole 16-byte vectors (runs) per thread.
+template <int kBytes>
+struct CandidateTable {
+  using K = ascan::detail::KernelKind;
+  static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
+  // kLoop keeps a warp row looping over tiles; a warp row with max_span == tile runs one tile;
+  // block rows are one tile by construction. The last field is the occupancy target (blocks per
+  // multiprocessor the registers must allow). The current sweep: block sizes and occupancy for
+  // one tile of 128 (earlier sweeps' candidates and results: bench/RESULTS.md).
+  static constexpr int64_t kLoop = INT64_MAX;
+  static constexpr int kA = 128 / (2 * V), kB = 128 / V;  // lanes for one tile of 128
+  static constexpr ascan::detail::ScanPolicy kPolicies[] = {
+      {128, K::kWarp, 128, kA, 2 * V, 10}, {128, K::kWarp, 256, kA, 2 * V, 5},
+      {128, K::kWarp, 512, kA, 2 * V, 2},  {128, K::kWarp, 128, kB, V, 16},
+      {128, K::kWarp, 256, kB, V, 8},      {128, K::kWarp, 512, kB, V, 4},
+      {128, K::kWarp, 128, kA, 2 * V, 1},  {128, K::kWarp, 128, kB, V, 1},
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+
+/// Row `row` of CandidateTable forced: the forward scan's or the backward pass's kernel launched
+/// directly on the time-contiguous case of `shape`.
+template <class T>
+std::string measure_row(const Extent& shape, bool reverse, bool backward, int row, double* ms) {
+  return with_direction<T>(backward, [&](auto dir) -> std::string {
+    using Dir = decltype(dir);
+    const typename Dir::Args args = Dir::args(shape, reverse, false);
+    if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
+    bool vector = false;
+    const auto params = Dir::params(args, vector);
+    return time_median(
+        [&]() -> std::string {
+          return cuda_check(
+              ascan::detail::launch_scan_row<Dir::template Problem, T, CandidateTable<sizeof(T)>>(
+                  row, reverse, vector, params, g_gpu.stream),
+              "launch_scan_row");
+        },
+        ms);
+  });
+}
+
+// The multi-block sweeps (--ascan_tune_multi). Path rows force one path of the library's
+// dispatch (default tables); lookback rows run one candidate tile shape of the multi-block kernel
+// (forward direction, vector path) to choose LookbackTuning.
+using ascan::detail::LookbackHold;
+template <class T, int kThreads, int kVectors, int kMinBlocks, LookbackHold kHold,
+          int kRegisterVectors = 0, int kUnroll = 0, int kPacePercent = 0>
+struct LookbackCandidate {
+  static constexpr int kV = 16 / int(sizeof(T));
+  static constexpr ascan::detail::LookbackPolicy kPolicy{
+      kThreads,   (kVectors + kRegisterVectors) * kV,
+      kMinBlocks, 4,
+      kHold,      kRegisterVectors* kV,
+      kUnroll,    kPacePercent / 100.0};
+  static std::string name() {
+    return "multi_t" + std::to_string(kThreads) + "_v" + std::to_string(kVectors) +
+           (kUnroll > 0 ? "_u" + std::to_string(kUnroll) : std::string()) +
+           (kRegisterVectors > 0 ? "_r" + std::to_string(kRegisterVectors) : std::string()) + "_m" +
+           std::to_string(kMinBlocks) +
+           (kPacePercent > 0 ? "_p" + std::to_string(kPacePercent) : std::string()) +
+           (kHold == LookbackHold::kReload   ? "_reload"
+            : kHold == LookbackHold::kShared ? "_shared"
+                                             : "_staged");
+  }
+};
+constexpr LookbackHold kStaged = LookbackHold::kStaged;  // the holds of the current candidates
+// Staged candidates: v = vectors per thread staged in shared memory, r = vectors per thread held
+// in registers, u = staged vectors per loop iteration (none: fully unrolled), p = the first
+// wave's pace in percent of the device's peak memory bandwidth (none: not paced).
+template <class T>
+using ForwardCandidates = std::tuple<LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
+                                     LookbackCandidate<T, 64, 17, 6, kStaged, 8, 0, 80>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 70>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 80>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 90>,
+                                     LookbackCandidate<T, 64, 13, 8, kStaged, 4, 2, 80>,
+                                     LookbackCandidate<T, 64, 11, 8, kStaged, 4, 2, 80>,
+                                     LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2, 80>,
+                                     LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>>;
+template <class T>
+using BackwardCandidates = std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>>;
+
+/// One path of the library's dispatch forced (row 0: one block per sequence, 1: multi-block),
+/// forward or backward, default tables.
+template <class T>
+std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {
+  const auto path = row == 0 ? ascan::detail::Path::kOneBlock : ascan::detail::Path::kMultiBlock;
+  return with_direction<T>(backward, [&](auto dir) {
+    using Dir = decltype(dir);
+    const typename Dir::Args args = Dir::args(shape, false, false);
+    return measure_two_phase(
+        Dir::kWith, [&](void* w, size_t& b) { return Dir::with(args, w, b, path); }, ms);
+  });
+}
+
+/// What a lookback row measures: measure_lookback of one candidate.
+using LookbackMeasure = std::string (*)(const Extent&, bool, double*);
+
+/// The multi-block kernel with the tile shape of `Candidate` launched directly (forward order,
+/// vector path) in the direction it was registered for (kBackward).
+template <class T, class Candidate, bool kBackward>
+std::string measure_lookback(const Extent& shape, bool backward, double* ms) {
+  using C = ascan::compute_t<T>;
+  constexpr int kVec = 16 / int(sizeof(T));
+  ascan::detail::Plan plan;
+  const ascan::Status st = ascan::detail::make_plan<C, kVec, Candidate>(
+      shape.sequences(), shape.length, ascan::detail::Path::kMultiBlock, true, plan);
+  if (!st.ok()) return st.message;
+  if (std::string err = ensure_scratch(plan.bytes); !err.empty()) return err;
+  if (backward != kBackward) return "candidate registered for the other direction";
+  using Dir = Direction<T, kBackward>;
+  using Problem = typename Dir::template Problem<T, false, true>;
+  bool vector = false;
+  const auto params = Dir::params(Dir::args(shape, false, false), vector);
+  return time_median(
+      [&] {
+        return cuda_check(ascan::detail::launch_lookback<Problem, Candidate,
+                                                         ascan::detail::FallbackOf<Candidate>>(
+                              params, g_ws.scratch, g_gpu.stream),
+                          "launch_lookback");
+      },
+      ms);
+}
+
+const char* kind_name(ascan::detail::KernelKind k) {
+  return k == ascan::detail::KernelKind::kWarp    ? "warp"
+         : k == ascan::detail::KernelKind::kBlock ? "block"
+                                                  : "chunked";
+}
+
+// Tuning rows: every candidate kernel that can scan this shape in one launch.
+template <class T>
+void register_tuning(const GridRow& grid_row) {
+  using Table = CandidateTable<sizeof(T)>;
+  const std::string case_name = grid_case_name<T>(grid_row);  // no states rows here
+  for (int r = 0; r < Table::kCount; ++r) {
+    const auto& policy = Table::kPolicies[r];
+    const bool warp_one_tile =
+        policy.kind == ascan::detail::KernelKind::kWarp && policy.max_span <= policy.tile();
+    const bool one_tile = policy.kind == ascan::detail::KernelKind::kBlock || warp_one_tile;
+    if (one_tile && grid_row.shape.length > policy.tile()) continue;
+    const std::string name = "tune/" + case_name + "/" + kind_name(policy.kind) + "_t" +
+                             std::to_string(policy.threads) + "_l" + std::to_string(policy.lanes) +
+                             "_i" + std::to_string(policy.items) + (warp_one_tile ? "_one" : "") +
+                             "_m" + std::to_string(policy.min_blocks);
+    const Extent shape = grid_row.shape;
+    const bool reverse = grid_row.reverse;
+    const bool backward = grid_row.backward;
+    register_row(name, [=](benchmark::State& st) {
+      run_row<T>(st, Op::kTune, case_name, shape, reverse, backward, false,
+                 [&](double* ms) { return measure_row<T>(shape, reverse, backward, r, ms); });
+    });
+  }
+}
+
+// Multi-block sweep rows: both paths (`paths`) on the crossover and short-tile shapes, and every
+// lookback candidate (`candidates`) on the short-tile shapes and the long rows of the standard
+// grid.
+template <class T>
+void register_multi_tuning(const GridRow& row, bool paths, bool candidates) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return;  // the sweep covers float and bfloat16
+  } else {
+    const std::string case_name = std::string(DtypeInfo<T>::kName) + "/" + shape_name(row.shape) +
+                                  (row.backward ? "/bwd" : "");
+    const Extent shape = row.shape;
+    const bool backward = row.backward;
+    auto reg = [&](const std::string& name, Op op, int r, LookbackMeasure m) {
+      register_row(name, [=](benchmark::State& st) {
+        run_row<T>(st, op, case_name, shape, false, backward, false, [&](double* ms) {
+          return op == Op::kPath ? measure_path<T>(shape, backward, r, ms) : m(shape, backward, ms);
+        });
+      });
+    };
+    if (paths) {
+      reg("path/" + case_name + "/one_block", Op::kPath, 0, nullptr);
+      reg("path/" + case_name + "/multi_block", Op::kPath, 1, nullptr);
+    }
+    if (!candidates) return;
+    auto each = [&](auto candidates, auto direction) {
+      std::apply(
+          [&](auto... c) {
+            (reg("tune/" + case_name + "/" + decltype(c)::name(), Op::kLookback, -1,
+                 &measure_lookback<T, decltype(c), decltype(direction)::value>),
+             ...);
+          },
+          candidates);
+    };
+    if (backward)
+      each(BackwardCandidates<T>{}, std::true_type{});
+    else
+      each(ForwardCandidates<T>{}, std::false_type{});
+  }
+}
+
+}  // namespace
