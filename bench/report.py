@@ -20,6 +20,9 @@ Kinds:
   grid-summary FILE   README's efficiency table: one line per dtype and pass, T across the top
   rows FILE...        layout and varlen rows over several runs: the run with the lowest
                       efficiency (../shared/BENCHMARKING.md's rule) and the range over the runs
+  peers SPEC...       python/bench/peers.py's table from its JSON runs, SPEC = FILE[:dtype:pass
+                      [:min_T]]: the rows of FILE of that dtype and pass (fwd, fwdbwd) and T at
+                      least min_T; a row measured in more than one SPEC comes from the first
 
 Efficiency is the benchmark's own counter (copy time / scan time, both medians of the same run);
 the script computes nothing but GB/s (bytes_per_second / 1e9) and the lowest of the runs.
@@ -150,7 +153,36 @@ def rows_table(paths):
     return lines
 
 
+def peers_table(specs):
+    sys.path.insert(0, os.path.join(ROOT, "python", "bench"))
+    import peers  # its table(); peers.py imports torch only to measure
+
+    rows, seen, names, used = [], set(), [], []
+    for spec in specs:
+        path, *sel = spec.split(":")
+        with open(os.path.join(ROOT, path)) as f:
+            data = json.load(f)
+        taken = 0
+        for r in data["rows"]:
+            key = (r["dtype"], r["pass"], tuple(r["shape"]))
+            if key in seen or not isinstance(r["peers"].get("ascan"), float):
+                continue
+            if sel and (r["dtype"] != sel[0] or r["pass"] != sel[1]):
+                continue
+            if len(sel) > 2 and r["shape"][2] < int(sel[2]):
+                continue
+            seen.add(key)
+            rows.append(r)
+            names += [n for n in r["peers"] if n not in names]
+            taken += 1
+        used.append(f"{path} ({taken} rows)")
+    names = [n for n in peers.PEERS if n in names]
+    return peers.table(rows, names).split("\n") + ["", "Rows from " + "; ".join(used) + "."]
+
+
 def table(kind, files):
+    if kind == "peers" and files:
+        return peers_table(files)
     if kind == "grid-forward" and len(files) == 1:
         return grid_table(files[0], False)
     if kind == "grid-backward" and len(files) == 1:

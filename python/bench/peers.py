@@ -12,8 +12,8 @@ Peers (each in its own layout, inputs prepared outside the timing):
 
 Timing as bench/scan_bench.cu: per row `--warmup` untimed calls, then `--reps` calls, each after a
 memset that flushes the L2 (1 GB by default, outside the events: larger than the C++ bench's
-256 MB so that it also hides the host-side cost of queueing each Python call, ascan's about 50 us
-forward and 180 us with autograd on a slow CPU), bracketed by CUDA events on the current stream,
+256 MB so that it also hides the host-side cost of queueing each Python call, ascan's about 14 us
+forward and 130 us with autograd on a slow CPU), bracketed by CUDA events on the current stream,
 one synchronize at the end; the median. Every row times its own same-traffic copy (a
 device-to-device copy of bytes / 2, bytes = 3 N elements forward, 3 N + 5 N forward+backward),
 so `eff` = copy / ascan is comparable with the C++ table. The forward+backward pass is
