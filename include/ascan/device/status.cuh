@@ -15,8 +15,9 @@ enum class StatusCode {
 
 /// The result of a host entry point. On any error nothing was launched and nothing was written,
 /// except for kCudaError raised by the launch itself. `message` is a static, human-readable
-/// sentence naming the argument at fault; it is never null.
-struct Status {
+/// sentence naming the argument at fault; it is never null. [[nodiscard]]: a call whose Status
+/// is dropped may have failed unseen (cast to void to drop it on purpose).
+struct [[nodiscard]] Status {
   StatusCode code = StatusCode::kSuccess;
   cudaError_t cuda = cudaSuccess;
   const char* message = "success";
