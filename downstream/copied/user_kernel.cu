@@ -17,14 +17,13 @@
 
 constexpr int kThreads = 256;
 
-__global__ void block_recurrence(const float* a, const float* b, const float* h0, float* x,
-                                 int n) {
+__global__ void block_recurrence(const float* a, const float* b, const float* h0, float* x, int n) {
   using Scan = ascan::BlockScan<float, kThreads>;
   __shared__ Scan::TempStorage storage;
   const int t = threadIdx.x;
   const size_t base = size_t(blockIdx.x) * n;
-  const ascan::Affine<float> pair = t < n ? ascan::Affine<float>{a[base + t], b[base + t]}
-                                          : ascan::affine_identity<float>();
+  const ascan::Affine<float> pair =
+      t < n ? ascan::Affine<float>{a[base + t], b[base + t]} : ascan::affine_identity<float>();
   float carry = h0[blockIdx.x];
   const float before = Scan(storage).scan_state(pair, carry);  // the state entering step t
   if (t < n) x[base + t] = pair.a * before + pair.b;
@@ -47,7 +46,10 @@ int main() {
   const int seqs = 64, n = 200;  // block kernel: 64 sequences of 200 steps
   std::vector<float> a(seqs * n), b(seqs * n), h0(seqs), x(seqs * n);
   unsigned s = 12345u;
-  auto uniform = [&] { s = s * 1664525u + 1013904223u; return float(s >> 8) / float(1 << 24); };
+  auto uniform = [&] {
+    s = s * 1664525u + 1013904223u;
+    return float(s >> 8) / float(1 << 24);
+  };
   for (auto& v : a) v = 0.5f + 0.5f * uniform();
   for (auto& v : b) v = uniform() - 0.5f;
   for (auto& v : h0) v = uniform();

@@ -34,7 +34,10 @@ int main() {
   const size_t n = size_t(B * C * T);
   std::vector<float> a(n), b(n), g(n);
   unsigned s = 7u;
-  auto uniform = [&] { s = s * 1664525u + 1013904223u; return float(s >> 8) / float(1 << 24); };
+  auto uniform = [&] {
+    s = s * 1664525u + 1013904223u;
+    return float(s >> 8) / float(1 << 24);
+  };
   for (size_t i = 0; i < n; ++i) {
     a[i] = 0.9f + 0.1f * uniform();
     b[i] = uniform() - 0.5f;
