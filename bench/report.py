@@ -5,6 +5,8 @@
     python3 bench/report.py --write     # rewrite every generated table in place
     python3 bench/report.py --table KIND FILE...   # print one table
     python3 bench/report.py --plots DIR   # PNG plots of PLOTS (below) into DIR (matplotlib)
+    python3 bench/report.py --heatmaps FILE... --out DIR [--commit SHA]
+                                          # one PNG per dtype and pass of --ascan_sweep runs
 
 A generated table sits between two markers in the Markdown file, the first naming its kind and
 its raw files (paths from the repository root):
@@ -23,9 +25,20 @@ Kinds:
   peers SPEC...       python/bench/peers.py's table from its JSON runs, SPEC = FILE[:dtype:pass
                       [:min_T]]: the rows of FILE of that dtype and pass (fwd, fwdbwd) and T at
                       least min_T; a row measured in more than one SPEC comes from the first
+  sweep FILE...       the cells of --ascan_sweep runs under target, per dtype and pass: the
+                      lowest efficiency over the runs, with that run's scan and copy µs; where
+                      that copy takes under 5 µs (launch-bound) the issue's rule there, scan
+                      time <= copy time + 1 µs, is shown beside it
+
+The heatmaps (--heatmaps) draw the same cells: efficiency over S (y) and T (x), the lowest of
+the runs, each cell annotated with it and the copy µs of that run; the colours part at the
+target, cells under it are outlined (dashed where launch-bound and within copy + 1 µs). Each is
+stamped with the GPU, date and command of the first file's context and the commit (--commit,
+else the context's "commit", else "?").
 
 Efficiency is the benchmark's own counter (copy time / scan time, both medians of the same run);
-the script computes nothing but GB/s (bytes_per_second / 1e9) and the lowest of the runs.
+the script computes nothing but GB/s (bytes_per_second / 1e9), the lowest of the runs and, for
+the sweep's launch-bound cells, scan time against copy time + 1 µs.
 """
 import json
 import os
@@ -180,9 +193,78 @@ def peers_table(specs):
     return peers.table(rows, names).split("\n") + ["", "Rows from " + "; ".join(used) + "."]
 
 
+SWEEP = re.compile(r"^sweep/(copy|scan)/([^/]+)/S(\d+)_T(\d+)(/bwd)?$")
+LAUNCH_BOUND_US = 5.0  # a copy under this is launch-bound: the rule there is scan <= copy + 1 µs
+LAUNCH_SLACK_US = 1.0
+
+
+def sweep_cells(paths):
+    """{(dtype, pass): {(S, T): lowest}} over the --ascan_sweep scan rows of the runs `paths`;
+    lowest = (efficiency, scan µs, copy µs, runs) of the run with the lowest efficiency, `runs`
+    the number of runs that measured the cell. Rows that did not run are left out."""
+    cells = {}
+    for p in paths:
+        for b in load(p):
+            m = SWEEP.match(b["name"].split("/iterations")[0])
+            if not m or m.group(1) != "scan" or b.get("error_occurred"):
+                continue
+            key = (m.group(2), "backward" if m.group(5) else "forward")
+            cell = (int(m.group(3)), int(m.group(4)))
+            vals = (b["efficiency"], b["scan_us"], b["copy_us"])
+            old = cells.setdefault(key, {}).get(cell)
+            runs = 1 if old is None else old[3] + 1
+            low = vals if old is None or vals[0] < old[0] else old[:3]
+            cells[key][cell] = low + (runs,)
+    order = ["f32", "bf16", "f16"]
+
+    def rank(key):
+        dtype, pas = key
+        return (order.index(dtype) if dtype in order else len(order), dtype, pas == "backward")
+    return dict(sorted(cells.items(), key=lambda kv: rank(kv[0])))
+
+
+def launch_ok(scan_us, copy_us):
+    """For a launch-bound cell (copy under 5 µs): None otherwise, else scan <= copy + 1 µs."""
+    if copy_us >= LAUNCH_BOUND_US:
+        return None
+    return scan_us <= copy_us + LAUNCH_SLACK_US
+
+
+def sweep_table(paths):
+    lines = []
+    for (dtype, pas), cells in sweep_cells(paths).items():
+        target = TARGET[pas]
+        under = [(c, v) for c, v in sorted(cells.items()) if v[0] < target]
+        if lines:
+            lines.append("")
+        lines.append(f"**{dtype} {pas}** (target {target:.2f}): {len(under)} of {len(cells)} "
+                     "cells under target")
+        if not under:
+            continue
+        lines += ["",
+                  "| S | T | efficiency (lowest) | scan µs | copy µs | copy < 5 µs | "
+                  "scan ≤ copy + 1 µs |",
+                  "|---:|---:|---:|---:|---:|---|---|"]
+        for (s, t), (eff, scan, copy, _) in under:
+            ok = launch_ok(scan, copy)
+            lines.append(f"| {s} | {t} | {eff:.3f} | {scan:.2f} | {copy:.2f} | "
+                         f"{'no' if ok is None else 'yes'} | "
+                         f"{'–' if ok is None else ('yes' if ok else 'no ✗')} |")
+    if not lines:
+        raise SystemExit(f"report.py: no sweep rows in {paths}")
+    short = [f"{dtype} {pas} S{s}_T{t} ({v[3]})" for (dtype, pas), cells in
+             sweep_cells(paths).items() for (s, t), v in sorted(cells.items()) if v[3] < len(paths)]
+    lines += ["", f"Lowest efficiency of {len(paths)} run(s): " + ", ".join(paths) + "."]
+    if short:
+        lines.append("Cells measured in fewer runs (count): " + ", ".join(short) + ".")
+    return lines
+
+
 def table(kind, files):
     if kind == "peers" and files:
         return peers_table(files)
+    if kind == "sweep" and files:
+        return sweep_table(files)
     if kind == "grid-forward" and len(files) == 1:
         return grid_table(files[0], False)
     if kind == "grid-backward" and len(files) == 1:
@@ -235,6 +317,82 @@ def stamp(files, commit, command):
         ctx = json.load(f)["context"]
     head = f"{ctx.get('gpu', '?')}, {ctx.get('date', '?')[:10]}, commit {commit}"
     return head + "\n" + "\n".join(textwrap.wrap(command, 110))
+
+
+def plot_heatmap(plt, cells, dtype, pas, note, runs):
+    """Efficiency over S (y) and T (x) for one dtype and pass; `cells` as sweep_cells' over
+    `runs` runs (a value marked * was measured in fewer; –: not measured, or cut)."""
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.patches import Rectangle
+
+    target = TARGET[pas]
+    ss = sorted({c[0] for c in cells})
+    ts = sorted({c[1] for c in cells})
+    grid = [[cells[(s, t)][0] if (s, t) in cells else float("nan") for t in ts] for s in ss]
+    top = max([1.0] + [v[0] for v in cells.values()])
+    norm = TwoSlopeNorm(vmin=min([0.5] + [v[0] for v in cells.values()]), vcenter=target,
+                        vmax=top + 1e-9)
+    cmap = plt.get_cmap("RdYlGn").copy()
+    cmap.set_bad("lightgray")
+    fig, ax = plt.subplots(figsize=(1.0 * len(ts) + 2.5, 0.62 * len(ss) + 2.2))
+    im = ax.imshow(grid, cmap=cmap, norm=norm, origin="lower", aspect="auto")
+    for i, s in enumerate(ss):
+        for j, t in enumerate(ts):
+            v = cells.get((s, t))
+            if v is None:
+                ax.text(j, i, "–", ha="center", va="center", fontsize=7, color="dimgray")
+                continue
+            eff, scan, copy, count = v
+            fewer = "*" if count < runs else ""
+            shade = norm(eff)  # white text on the darkest colours
+            ax.text(j, i, f"{eff:.3f}{fewer}\n{copy:.1f} µs", ha="center", va="center",
+                    fontsize=6.5, color="white" if shade < 0.12 or shade > 0.92 else "black")
+            if eff < target:
+                ok = launch_ok(scan, copy)
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black",
+                                       linewidth=1.6 if not ok else 1.0,
+                                       linestyle="--" if ok else "-"))
+    ax.set_xticks(range(len(ts)))
+    ax.set_xticklabels([str(t) for t in ts], fontsize=7)
+    ax.set_yticks(range(len(ss)))
+    ax.set_yticklabels([str(s) for s in ss], fontsize=7)
+    ax.set_xlabel("T (sequence length)", fontsize=8)
+    ax.set_ylabel("S (sequences), time-contiguous (1, S, T)", fontsize=8)
+    under = sum(1 for v in cells.values() if v[0] < target)
+    ax.set_title(f"{dtype} {pas}: efficiency (copy time / scan time) and copy µs per cell; "
+                 f"target {target:.2f}, {under} of {len(cells)} cells under it (outlined; dashed: "
+                 f"copy < {LAUNCH_BOUND_US:.0f} µs and scan ≤ copy + {LAUNCH_SLACK_US:.0f} µs)"
+                 + ("; *: measured in fewer runs" if any(v[3] < runs for v in cells.values())
+                    else ""), fontsize=7)
+    bar = fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+    bar.ax.axhline(target, color="black", linewidth=1.0)
+    bar.ax.tick_params(labelsize=7)
+    fig.suptitle(note, fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+def heatmaps(paths, out_dir, commit=None):
+    """One PNG per dtype and pass of the --ascan_sweep runs `paths`: heatmap_<dtype>_<pass>.png."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(os.path.join(ROOT, paths[0])) as f:
+        ctx = json.load(f)["context"]
+    commit = commit or ctx.get("commit", "?")
+    command = ctx.get("command", ctx.get("executable", "?"))
+    runs = f" (lowest of {len(paths)} runs)" if len(paths) > 1 else ""
+    note = stamp(paths, commit, command + runs)
+    all_cells = sweep_cells(paths)
+    if not all_cells:
+        raise SystemExit(f"report.py: no sweep rows in {paths}")
+    os.makedirs(out_dir, exist_ok=True)
+    for (dtype, pas), cells in all_cells.items():
+        fig = plot_heatmap(plt, cells, dtype, pas, note, len(paths))
+        name = os.path.join(out_dir, f"heatmap_{dtype}_{pas}.png")
+        fig.savefig(name, dpi=110)
+        plt.close(fig)
+        print(name)
 
 
 def plot_grid(plt, path, note):
@@ -313,6 +471,21 @@ def main(argv):
     if len(argv) == 2 and argv[0] == "--plots":
         plots(argv[1])
         return 0
+    if argv and argv[0] == "--heatmaps":
+        files, out, commit, rest = [], None, None, argv[1:]
+        while rest:
+            if rest[0] in ("--out", "--commit") and len(rest) > 1:
+                if rest[0] == "--out":
+                    out = rest[1]
+                else:
+                    commit = rest[1]
+                rest = rest[2:]
+            else:
+                files.append(rest[0])
+                rest = rest[1:]
+        if files and out:
+            heatmaps(files, out, commit)
+            return 0
     if len(argv) >= 3 and argv[0] == "--table":
         print("\n".join(table(argv[1], argv[2:])))
         return 0

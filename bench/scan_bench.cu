@@ -49,6 +49,18 @@
 // LookbackTuning) and on the short-tile shapes (short_grid), and tune/... rows with each
 // candidate tile shape of the multi-block kernel on the long rows and on the short-tile shapes.
 //
+// --ascan_sweep registers, in place of the standard grid (and of the layout and varlen rows),
+// the efficiency map of issue 20: f32 and bf16, forward then backward, S sequences in {1, 4, 16,
+// 64, 256, 1024, 4096, 16384, 65536} by T in {1, 7, 33, 100, 300, 700, 1500, 3000, 5000, 12000,
+// 40000, 100000}, the cells of at most 2^28 elements (101 per dtype and pass), each the
+// time-contiguous shape (1, S, T) with a copy row and a scan row as the grid's (sweep_cells):
+//
+//   sweep/{copy,scan}/<dtype>/S<S>_T<T>[/bwd]
+//
+// f16 is left out: the library's tables are keyed on the element size, so f16 runs bf16's
+// kernels (the grid keeps f16 on its seed rows only, for accelerated-scan's published figures).
+// `python3 bench/report.py --heatmaps FILE... --out DIR` draws one heatmap per dtype and pass.
+//
 // Each scan and cub row (and each sweep row) times its own same-traffic copy paired with the
 // operation: one copy sample before each sample of the operation, each after its own L2 flush,
 // so both see the same conditions (time_median, Pairing). No row uses another row's copy; the
@@ -90,11 +102,13 @@
 //   bench_grid.cuh      the standard grid and its copy/, scan/ and cub/ rows
 //   bench_tuning.cuh    the --ascan_tune and --ascan_tune_multi sweeps
 //   bench_layouts.cuh   the layout/ and varlen/ rows
+//   bench_sweep.cuh     the --ascan_sweep rows (S x T)
 
 #include "bench_grid.cuh"
 #include "bench_harness.cuh"
 #include "bench_layouts.cuh"
 #include "bench_rows.cuh"
+#include "bench_sweep.cuh"
 #include "bench_tuning.cuh"
 
 #include <benchmark/benchmark.h>
@@ -111,8 +125,10 @@
 
 namespace {
 
-// Adds the GPU, driver and runtime to the context block of the console and JSON output.
-void add_context() {
+// Adds the command line, the GPU, driver and runtime to the context block of the console and
+// JSON output.
+void add_context(const std::string& command) {
+  benchmark::AddCustomContext("command", command);
   benchmark::AddCustomContext("timed_reps", std::to_string(g_gpu.reps));
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -140,7 +156,11 @@ int main(int argc, char** argv) {
   bool summary_to_stderr = false;
   bool tune = false;
   bool tune_multi = false;      // the multi-block sweeps: path crossover and lookback tile shapes
+  bool sweep = false;           // --ascan_sweep: the S x T rows in place of the standard grid
   std::vector<GridRow> shapes;  // --ascan_shapes: these rows in place of the standard grid
+  // The command line as given, for the context block.
+  std::string command = argv[0];
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
@@ -177,6 +197,10 @@ int main(int argc, char** argv) {
       tune_multi = true;
       continue;
     }
+    if (std::strcmp(arg, "--ascan_sweep") == 0) {
+      sweep = true;
+      continue;
+    }
     if (std::strcmp(arg, "--benchmark_format=json") == 0 ||
         std::strcmp(arg, "--benchmark_format=csv") == 0)
       summary_to_stderr = true;
@@ -198,8 +222,14 @@ int main(int argc, char** argv) {
         });
       }
   }
+  // The sweep: dtype, pass, S, T in that order; a cell's copy and scan rows are adjacent (they
+  // share its buffers).
+  for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
+    if (!sweep) break;
+    with_dtype(d, [&](auto* tag) { register_sweep<std::remove_pointer_t<decltype(tag)>>(); });
+  }
   for (Dtype d : {Dtype::kF32, Dtype::kBF16, Dtype::kF16}) {
-    if (tune_multi) break;
+    if (tune_multi || sweep) break;
     for (const GridRow& row : shapes.empty() ? standard_grid() : shapes) {
       if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
       with_dtype(d, [&](auto* tag) {
@@ -216,7 +246,7 @@ int main(int argc, char** argv) {
   // The layout and varlen rows go with the standard grid; a case's forward and backward rows
   // are adjacent, so that they share its buffers.
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
-    if (tune_multi || tune || !shapes.empty()) break;
+    if (tune_multi || sweep || tune || !shapes.empty()) break;
     with_dtype(d, [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       for (const auto& [group, cases] :
@@ -229,7 +259,7 @@ int main(int argc, char** argv) {
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  add_context();
+  add_context(command);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   print_summary(summary_to_stderr ? stderr : stdout);

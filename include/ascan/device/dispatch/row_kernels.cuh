@@ -53,8 +53,8 @@ namespace detail {
 /// Lanes along channels per row group: kRowLanes * 16 bytes of each row (128) per group.
 constexpr int kRowLanes = 8;
 constexpr int kRowThreads = 256;
-constexpr int kRowGroups = kRowThreads / kRowLanes;       ///< 32 row groups per tile
-constexpr int kRowWarps = kRowThreads / kWarpThreads;     ///< 8
+constexpr int kRowGroups = kRowThreads / kRowLanes;          ///< 32 row groups per tile
+constexpr int kRowWarps = kRowThreads / kWarpThreads;        ///< 8
 constexpr int kRowGroupsPerWarp = kWarpThreads / kRowLanes;  ///< 4
 
 /// Rows per thread: forward 8 (two streams in), backward 4 (three): 64 or 48 KiB of staged rows
@@ -79,9 +79,9 @@ struct RowParams {
   RowArray<const T> in[3];
   RowArray<T> out[2];
   int64_t channels;
-  int64_t rows;      ///< all rows: batch * length, or the packed length
-  int64_t length;    ///< dense: rows per sequence
-  int64_t segments;  ///< dense: batch; packed: the sequence count
+  int64_t rows;              ///< all rows: batch * length, or the packed length
+  int64_t length;            ///< dense: rows per sequence
+  int64_t segments;          ///< dense: batch; packed: the sequence count
   const int32_t* offsets32;  ///< packed offsets (both null: dense)
   const int64_t* offsets64;
   const T* state_in;
@@ -289,7 +289,8 @@ struct RowWalk {
   __device__ __forceinline__ int64_t offset(int64_t i) const {
     if (i <= 0) return 0;
     if (i >= p.segments) return p.rows;
-    const int64_t v = p.offsets32 != nullptr ? int64_t(__ldg(p.offsets32 + i)) : __ldg(p.offsets64 + i);
+    const int64_t v =
+        p.offsets32 != nullptr ? int64_t(__ldg(p.offsets32 + i)) : __ldg(p.offsets64 + i);
     return v < 0 ? 0 : (v > p.rows ? p.rows : v);
   }
   __device__ __forceinline__ RowSegment at_index(int64_t n) const {
@@ -359,7 +360,8 @@ __device__ __forceinline__ void load_row(const T* base, int64_t at, int64_t cstr
   }
 }
 template <int kVec, class T>
-__device__ __forceinline__ void store_row(T* base, int64_t at, int64_t cstride, const T (&v)[kVec]) {
+__device__ __forceinline__ void store_row(T* base, int64_t at, int64_t cstride,
+                                          const T (&v)[kVec]) {
   if constexpr (kVec * sizeof(T) == 16) {
     uint4 w;
     memcpy(&w, v, 16);
@@ -453,7 +455,7 @@ constexpr int kRowMinBlocks = 3;
 /// no workspace is used: where the chains fill the GPU (many sequences of channels) this is the
 /// faster mode (row_walks), and it serves every call made without a workspace.
 template <class T, bool kBackward, bool kDesc, int kVec, bool kWalk>
-__global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
+__global__ void __launch_bounds__(kRowThreads, launch_min_blocks(kRowThreads, kRowMinBlocks))
     row_kernel(const RowParams<T> p, const RowStates<compute_t<T>> st) {
   using C = compute_t<T>;
   using Pairs = CutPairs<C, kVec>;
@@ -472,7 +474,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
 
   const int tid = threadIdx.x;
   const int lane = tid % kRowLanes;
-  const int group = tid / kRowLanes;                 // row group, 0 .. kRowGroups-1
+  const int group = tid / kRowLanes;  // row group, 0 .. kRowGroups-1
   const int warp = tid / kWarpThreads;
   const int group_in_warp = (tid % kWarpThreads) / kRowLanes;
   const RowWalk<T> walk{p};
@@ -494,8 +496,9 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
     constexpr int kRecordLines = int(kWidth * sizeof(RowRecord<C>) / 128);
     constexpr int kPerLine = int(128 / sizeof(RowRecord<C>));
     if (tid < kRecordLines)
-      cuda::apply_access_property(st.records + (slab * p.tiles + first_tile) * kWidth + tid * kPerLine,
-                                  128, cuda::access_property::normal{});
+      cuda::apply_access_property(
+          st.records + (slab * p.tiles + first_tile) * kWidth + tid * kPerLine, 128,
+          cuda::access_property::normal{});
   }
 
   // Packed sequences with no rows: their final state is their initial state (backward: the
@@ -506,7 +509,8 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
       const T* src = kBackward ? p.state_in2 : p.state_in;
       for (int v = 0; v < kVec; ++v) {
         const int64_t c = c0 + v;
-        p.state_out[walk.state(n, c)] = src != nullptr ? src[walk.state(n, c)] : to_storage<T>(C(0));
+        p.state_out[walk.state(n, c)] =
+            src != nullptr ? src[walk.state(n, c)] : to_storage<T>(C(0));
       }
     }
   }
@@ -574,7 +578,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
       return kBackward ? beta + h0 : fma(alpha, h0, beta);
     };
     // The element pair of position i: (alpha, beta).
-    const auto element = [&](int i, C (&alpha)[kVec], C (&beta)[kVec]) {
+    const auto element = [&](int i, C(&alpha)[kVec], C(&beta)[kVec]) {
       T ta[kVec], tb[kVec];
       stage.get(0, i, ta);
       stage.get(1, i, tb);
@@ -689,7 +693,8 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
           row_publish_aggregate(own, ta, tb, tag);
       }
       C x = C(0);
-      if (tile > 0 && need) x = row_look_back<C, kG, kWidth, kWarpThreads>(slab_records, tile, lb_ch, lb_slot, tag);
+      if (tile > 0 && need)
+        x = row_look_back<C, kG, kWidth, kWarpThreads>(slab_records, tile, lb_ch, lb_slot, tag);
       if (lb_slot == 0) {
         carry_shared[lb_ch] = x;
         if (!total.cut) row_publish_state(own, fma(ta, x, tb), tag);
@@ -728,8 +733,8 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
           if (is_last) {
 #pragma unroll
             for (int v = 0; v < kVec; ++v)
-              prev[v] = p.state_in != nullptr ? to_compute<C>(p.state_in[walk.state(s.n, c0 + v)])
-                                              : C(0);
+              prev[v] =
+                  p.state_in != nullptr ? to_compute<C>(p.state_in[walk.state(s.n, c0 + v)]) : C(0);
           } else {
             T tx[kVec];
             stage.get(2, i, tx);
@@ -746,7 +751,8 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinBlocks)
           if (is_last && p.state_out != nullptr) {
             // grad h0 = a[first] * d[first]: the gate of this position
             T g0[kVec];
-            load_row<kVec>(p.in[0].ptr, walk.element(p.in[0], s, r, c0), p.in[0].channel_stride, g0);
+            load_row<kVec>(p.in[0].ptr, walk.element(p.in[0], s, r, c0), p.in[0].channel_stride,
+                           g0);
             C a0[kVec];
             widen<kVec>(g0, a0);
 #pragma unroll
@@ -854,10 +860,9 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
     if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
     if (capture != cudaStreamCaptureStatusNone) {
       // a graph replays the call's tag: its flags start from zero on every replay
-      const cudaError_t e =
-          cudaMemsetAsync(st.records, 0,
-                          RowStates<C>::record_bytes(p.slabs * p.tiles, int64_t(kRowLanes) * kVec),
-                          stream);
+      const cudaError_t e = cudaMemsetAsync(
+          st.records, 0, RowStates<C>::record_bytes(p.slabs * p.tiles, int64_t(kRowLanes) * kVec),
+          stream);
       if (e != cudaSuccess) return e;
     }
   }
@@ -895,8 +900,8 @@ Status row_walks(RowParams<T> p, bool& walk) {
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess)
-    e = prepare_staged<kKernel, kRowThreads, kRowStageBytes<T, kBackward, kVec>, false>(
-        device, resident);
+    e = prepare_staged<kKernel, kRowThreads, kRowStageBytes<T, kBackward, kVec>, false>(device,
+                                                                                        resident);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return Status::cuda_error(e);
@@ -919,8 +924,8 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   // without a workspace every call walks
   bool walk = scratch.mode == Scratch::kNone || path == Path::kOneBlock;
   if (!walk && path == Path::kAuto) {
-    const Status st = vector ? row_walks<T, kBackward, kVec>(p, walk)
-                             : row_walks<T, kBackward, 1>(p, walk);
+    const Status st =
+        vector ? row_walks<T, kBackward, kVec>(p, walk) : row_walks<T, kBackward, 1>(p, walk);
     if (!st.ok()) return st;
   }
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)

@@ -40,7 +40,7 @@ __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a
 /// `kMinBlocks`: the blocks per multiprocessor the register budget must allow (the occupancy
 /// target of the policy row).
 template <class Problem, int kThreads, int kLanes, int kItems, bool kOneTile, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+__global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     warp_kernel(const typename Problem::Params p) {
   constexpr int kGroups = kThreads / kLanes;
   using Group = WarpScan<typename Problem::C, kLanes, Problem::kReverse>;
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 /// Block kernels: one sequence per block, in one tile (`kOneTile`, the shared-memory block
 /// kernel) or tile by tile (the chunked kernel).
 template <class Problem, int kThreads, int kItems, bool kOneTile, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+__global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     block_kernel(const typename Problem::Params p) {
   using Group = BlockScan<typename Problem::C, kThreads, Problem::kReverse, kItems / Problem::kVec>;
   __shared__ typename Group::TempStorage storage;
@@ -111,7 +111,7 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 /// where the elements wait meanwhile: nowhere (reloaded from L2) or in shared memory, which lets
 /// four or five blocks stay resident per multiprocessor.
 template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+__global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
                     const int64_t chunks, const int64_t groups) {
   using C = typename Problem::C;
@@ -220,10 +220,14 @@ __device__ __forceinline__ void unstage_by_lanes(T* dst, const uint4* src, int64
 /// of a staged block do not need give the rest. The blocks of the first wave are paced (`pace`,
 /// tile_lookback.cuh).
 template <class Problem, int kThreads, int kItems, int kRegisterItems, int kMinBlocks, int kUnroll>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+__global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     lookback_staged_kernel(const typename Problem::Params p,
                            const TileStates<typename Problem::C> tiles, const int64_t chunks,
                            const int64_t groups, const WavePace pace) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  // no bulk copies below sm_90: never launched there (prepare_staged), so no body is compiled
+  __trap();
+#else
   using C = typename Problem::C;
   using T = typename Problem::Storage;
   constexpr bool kReverse = Problem::kReverse;
@@ -444,6 +448,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                                      slots[Problem::staged_output_slot(o)], origin, problem.lo,
                                      problem.hi, lane);
   }
+#endif
 }
 
 /// The staged multi-block kernel of `Problem`. The backward pass stages its whole tile: held

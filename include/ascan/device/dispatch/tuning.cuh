@@ -24,6 +24,32 @@ namespace detail {
 
 enum class KernelKind { kWarp, kBlock, kChunked };
 
+/// Resident threads and blocks per multiprocessor of the architecture being compiled (the CUDA
+/// C++ Programming Guide's table of compute capabilities; 12.x's block limit taken as 24, below
+/// the guide's, which only lowers a bound). The host pass, where launch bounds do nothing, sees
+/// 2048 and 32.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int kArchThreadsPerSm = 1024, kArchBlocksPerSm = 16;  // 7.5
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870)
+constexpr int kArchThreadsPerSm = __CUDA_ARCH__ == 860 ? 1536 : 2048, kArchBlocksPerSm = 16;
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 890
+constexpr int kArchThreadsPerSm = 1536, kArchBlocksPerSm = 24;
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+constexpr int kArchThreadsPerSm = 1536, kArchBlocksPerSm = 24;
+#else
+constexpr int kArchThreadsPerSm = 2048, kArchBlocksPerSm = 32;  // 8.0, 9.0, 10.x
+#endif
+
+/// The minimum blocks per multiprocessor a kernel of `threads` threads asks __launch_bounds__
+/// for: the policy's `wanted`, capped at what the target can hold (ptxas ignores, with a
+/// warning, a minimum its target cannot hold). On sm_80, sm_90 and sm_100 the policies' values
+/// are under the cap and pass unchanged.
+__host__ __device__ constexpr int launch_min_blocks(int threads, int wanted) {
+  const int by_threads = kArchThreadsPerSm / threads;
+  const int cap = by_threads < kArchBlocksPerSm ? by_threads : kArchBlocksPerSm;
+  return wanted < cap ? wanted : (cap > 1 ? cap : 1);
+}
+
 /// One row of the dispatch table.
 struct ScanPolicy {
   int64_t max_span;  ///< longest span this row covers (elements)

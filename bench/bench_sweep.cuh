@@ -1,0 +1,69 @@
+// bench/bench_sweep.cuh: the --ascan_sweep rows (issue 20): efficiency over the number of
+// sequences S and their length T, time-contiguous, forward and backward, f32 and bf16, each cell
+// a copy row and a scan row measured as the grid's are (run_row, run_measured). Included by
+// scan_bench.cu only (its anonymous namespace).
+#pragma once
+
+#include "bench_grid.cuh"
+#include "bench_harness.cuh"
+#include "bench_rows.cuh"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The sweep's axes, and its cut: cells of more than 2^28 elements are left out (the largest
+// grid row's size; its buffers fit the device in f32 and bf16).
+constexpr int64_t kSweepSequences[] = {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536};
+constexpr int64_t kSweepLengths[] = {1,    7,    33,   100,   300,   700,
+                                     1500, 3000, 5000, 12000, 40000, 100000};
+constexpr int64_t kSweepMaxElements = int64_t{1} << 28;
+
+/// The sweep's cells, S outer and T inner, S * T <= kSweepMaxElements. A cell of S sequences is
+/// the time-contiguous shape (B, C, T) = (1, S, T): B = 1 and C = S. Time-contiguous sequences
+/// lie one after another, T elements each, whatever the split of S into B * C, so the split does
+/// not change the memory the call reads and writes.
+std::vector<Extent> sweep_cells() {
+  std::vector<Extent> cells;
+  for (int64_t s : kSweepSequences)
+    for (int64_t t : kSweepLengths)
+      if (s * t <= kSweepMaxElements) cells.push_back({1, s, t});
+  return cells;
+}
+
+/// The name of a sweep case, "<dtype>/S<S>_T<T>[/bwd]" (the grid's "<dtype>/<B>x<C>x<T>[/bwd]").
+template <class T>
+std::string sweep_case_name(const Extent& shape, bool backward) {
+  return std::string(DtypeInfo<T>::kName) + "/S" + std::to_string(shape.sequences()) + "_T" +
+         std::to_string(shape.length) + (backward ? "/bwd" : "");
+}
+
+/// The rows of one cell in T: sweep/copy/<case> (the copy alone) and sweep/scan/<case>
+/// (ascan::scan or ascan::scan_backward, paired with its own copy), as the grid's copy and scan
+/// rows of the same shape would be.
+template <class T>
+void register_sweep_case(const Extent& shape, bool backward) {
+  const std::string case_name = sweep_case_name<T>(shape, backward);
+  g_case_order.push_back("sweep/" + case_name);
+  auto add = [&](Op op, const char* prefix) {
+    register_row(std::string("sweep/") + prefix + "/" + case_name, [=](benchmark::State& st) {
+      run_row<T>(st, op, "sweep/" + case_name, shape, false, backward, false,
+                 [&](double* ms) { return measure_scan<T>(shape, false, backward, false, ms); });
+    });
+  };
+  add(Op::kCopy, "copy");
+  add(backward ? Op::kBackward : Op::kScan, "scan");
+}
+
+/// Every sweep row in T: the forward cells, then the backward cells.
+template <class T>
+void register_sweep() {
+  for (bool backward : {false, true})
+    for (const Extent& shape : sweep_cells()) register_sweep_case<T>(shape, backward);
+}
+
+}  // namespace
