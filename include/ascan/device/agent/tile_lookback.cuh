@@ -63,6 +63,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#if defined(ASCAN_DEBUG)
+#include <cstdio>  // the look-back watch's message
+#endif
 
 #include "../../affine.cuh"
 
@@ -231,6 +234,33 @@ __device__ __forceinline__ uint64_t global_nanoseconds() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+/// A look-back waits only on tiles that are running or done, so it always ends, unless the
+/// records it reads are overwritten under it: two calls running at once on one workspace (two
+/// streams, or two instances of one captured graph launched concurrently) wait on each other
+/// forever. That misuse cannot be checked on the host. Built with ASCAN_DEBUG defined, a wait
+/// longer than ASCAN_DEBUG_WAIT_NS (default 5 s) prints what happened and traps instead of
+/// hanging (a sticky cudaErrorLaunchFailure the caller sees).
+#if defined(ASCAN_DEBUG)
+#ifndef ASCAN_DEBUG_WAIT_NS
+#define ASCAN_DEBUG_WAIT_NS 5000000000ull
+#endif
+struct LookbackWatch {
+  uint64_t since = global_nanoseconds();
+  __device__ __forceinline__ void check() const {
+    if (global_nanoseconds() - since > uint64_t(ASCAN_DEBUG_WAIT_NS)) {
+      printf("ascan (ASCAN_DEBUG): block %u waited more than %llu ns for its look-back; is one "
+             "workspace used by two calls at once?\n",
+             blockIdx.x, static_cast<unsigned long long>(ASCAN_DEBUG_WAIT_NS));
+      __trap();
+    }
+  }
+};
+#else
+struct LookbackWatch {
+  __device__ __forceinline__ void check() const {}
+};
+#endif
+
 /// Called by every thread of a block first thing: holds the block back as `pace` says.
 __device__ __forceinline__ void pace_first_wave(const WavePace& pace) {
   if (blockIdx.x >= pace.blocks) return;  // the same for all the block's threads
@@ -344,9 +374,11 @@ __device__ __forceinline__ uint32_t try_read(const GroupRecord<double>* r, uint6
 /// the lanes whose is not (poll issues its loads and updates `ready`).
 template <class Poll>
 __device__ __forceinline__ void poll_all(bool& ready, const Poll& poll) {
+  const LookbackWatch watch;
   for (;;) {
     if (!ready) poll();
     if (__all_sync(0xffffffffu, ready)) return;
+    watch.check();
     __nanosleep(32);
   }
 }

@@ -224,6 +224,7 @@ __device__ __forceinline__ C row_look_back(const RowRecord<C>* slab_records, int
   const int first = int(threadIdx.x % kWarpThreads) - slot;
   const unsigned mask = (kG == kWarpThreads ? 0xffffffffu : ((1u << kG) - 1u)) << first;
   unsigned sleep = 32;
+  const LookbackWatch watch;
   for (;;) {
     C a[kRounds], b[kRounds];
     int found = -1, nearest = 0;
@@ -266,6 +267,7 @@ __device__ __forceinline__ C row_look_back(const RowRecord<C>* slab_records, int
       }
       return x;
     }
+    watch.check();
     __nanosleep(sleep);
     sleep = sleep < 512 ? 2 * sleep : sleep;
   }
