@@ -246,9 +246,11 @@ cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename
     const int64_t records = grid.tiles + grid.groups;
     constexpr int kResetThreads = 256;
     const int64_t reset_blocks = ceil_div(records, int64_t{kResetThreads});
-    reset_tile_states<C><<<static_cast<unsigned>(reset_blocks < 4096 ? reset_blocks : 4096),
-                           kResetThreads, 0, stream>>>(states.tiles, records);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (const cudaError_t e =
+            launch_kernel(&reset_tile_states<C>, reset_blocks < 4096 ? reset_blocks : 4096,
+                          kResetThreads, 0, stream, states.tiles, records);
+        e != cudaSuccess)
+      return e;
   }
   if (kDependent && replayed) {
     cudaLaunchAttribute attribute{};
@@ -264,9 +266,8 @@ cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename
     return cudaLaunchKernelEx(&config, kernel, p, states, grid.chunks, grid.groups_per_sequence,
                               more...);
   }
-  kernel<<<static_cast<unsigned>(grid.tiles), threads, shared, stream>>>(
-      p, states, grid.chunks, grid.groups_per_sequence, more...);
-  return cudaGetLastError();
+  return launch_kernel(kernel, grid.tiles, threads, shared, stream, p, states, grid.chunks,
+                       grid.groups_per_sequence, more...);
 }
 
 /// The device's peak memory bandwidth in bytes per nanosecond, from its memory clock and bus

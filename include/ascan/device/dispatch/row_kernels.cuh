@@ -877,8 +877,7 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
         cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
     if (e != cudaSuccess) return e;
   }
-  kKernel<<<static_cast<unsigned>(blocks), kRowThreads, kShared, stream>>>(p, st);
-  return cudaGetLastError();
+  return launch_kernel(kKernel, blocks, kRowThreads, kShared, stream, p, st);
 }
 
 /// Whether a call with a workspace walks (see row_kernel): where its chains fill the walking

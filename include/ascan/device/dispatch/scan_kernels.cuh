@@ -35,6 +35,21 @@ namespace detail {
 
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// Launches `kernel` (`grid` blocks of `threads`, `shared` bytes of dynamic shared memory) on
+/// `stream` and returns that launch's own error, cudaLaunchKernelEx's return. An error someone
+/// else left pending in the runtime is neither returned as ours nor cleared (a launch followed by
+/// cudaGetLastError would do both).
+template <class... Params, class... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), int64_t grid, int threads, int shared,
+                          cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<size_t>(shared);
+  config.stream = stream;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
 /// Warp-shuffle kernel: kThreads / kLanes sequences per block, one lane group each. `kOneTile`:
 /// the dispatch guarantees that every sequence fits in one tile (no loop, no prefetch).
 /// `kMinBlocks`: the blocks per multiprocessor the register budget must allow (the occupancy
@@ -471,14 +486,14 @@ cudaError_t launch_row(const typename Problem::Params& p, cudaStream_t stream) {
   constexpr int kMinBlocks = Problem::kVec > 1 ? P.min_blocks : 1;
   if constexpr (P.kind == KernelKind::kWarp) {
     const int64_t blocks = ceil_div(p.sequences, P.threads / P.lanes);
-    warp_kernel<Problem, P.threads, P.lanes, P.items, (P.max_span <= P.tile()), kMinBlocks>
-        <<<static_cast<unsigned>(blocks < kMaxGrid ? blocks : kMaxGrid), P.threads, 0, stream>>>(p);
+    return launch_kernel(
+        &warp_kernel<Problem, P.threads, P.lanes, P.items, (P.max_span <= P.tile()), kMinBlocks>,
+        blocks < kMaxGrid ? blocks : kMaxGrid, P.threads, 0, stream, p);
   } else {
-    block_kernel<Problem, P.threads, P.items, P.kind == KernelKind::kBlock, kMinBlocks>
-        <<<static_cast<unsigned>(p.sequences < kMaxGrid ? p.sequences : kMaxGrid), P.threads, 0,
-           stream>>>(p);
+    return launch_kernel(
+        &block_kernel<Problem, P.threads, P.items, P.kind == KernelKind::kBlock, kMinBlocks>,
+        p.sequences < kMaxGrid ? p.sequences : kMaxGrid, P.threads, 0, stream, p);
   }
-  return cudaGetLastError();
 }
 
 template <class Problem, class Table, int... kRows>
