@@ -63,6 +63,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#if defined(__CUDACC__)
+#include <cuda/ptx>  // cuda::ptx::get_sreg_globaltimer
+#endif
 #if defined(ASCAN_DEBUG)
 #include <cstdio>  // the look-back watch's message
 #endif
@@ -173,6 +176,10 @@ struct WavePace {
 
 #if defined(__CUDACC__)
 
+// The records' words, read and written with a memory order at device scope, in the global space.
+// These stay PTX: CCCL has no wrapper for 16-byte accesses with a memory order, and
+// cuda::atomic_ref's 8-byte acquire and release compile to generic-space LD/ST where these give
+// LDG/STG (sm_90 SASS of the double kernels compared).
 __device__ __forceinline__ uint64_t load_acquire(const uint64_t* p) {
   uint64_t v;
   asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -210,7 +217,7 @@ __device__ __forceinline__ bool tagged(const uint4& v, uint64_t tag) {
 template <class C>
 __global__ void __launch_bounds__(256) reset_tile_states(TileRecord<C>* first, int64_t records) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  cudaTriggerProgrammaticLaunchCompletion();
 #endif
   auto* words = reinterpret_cast<uint4*>(first);
   constexpr int64_t kWords = kRecordBytes / 16;
@@ -225,14 +232,12 @@ __global__ void __launch_bounds__(256) reset_tile_states(TileRecord<C>* first, i
 /// visible (a no-op unless this grid went out as a programmatic dependent launch).
 __device__ __forceinline__ void wait_for_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  cudaGridDependencySynchronize();
 #endif
 }
 
 __device__ __forceinline__ uint64_t global_nanoseconds() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
+  return cuda::ptx::get_sreg_globaltimer();
 }
 /// A look-back waits only on tiles that are running or done, so it always ends, unless the
 /// records it reads are overwritten under it: two calls running at once on one workspace (two
@@ -275,6 +280,7 @@ __device__ __forceinline__ void pace_first_wave(const WavePace& pace) {
 /// group's where it closes one) into L2 ahead of time, so that its successors' reads of them find
 /// them there (see "Warm record lines" above; one thread, first thing in the block).
 __device__ __forceinline__ void prefetch_record(const void* p) {
+  // CCCL has no wrapper for a plain L2 prefetch (cuda::apply_access_property sets a policy)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 template <class C>
