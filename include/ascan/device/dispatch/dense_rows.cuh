@@ -1,0 +1,355 @@
+// ascan/device/dispatch/dense_rows.cuh: the row path's kernel for dense channel-contiguous
+// batches, forward.
+//
+// A dense (B, T, C) call whose arrays are all channel-contiguous on the 16-byte grid needs none
+// of the general row kernel's machinery for packed sequences (segment cursors, resets inside a
+// tile, cut pairs): here a tile never crosses a sequence. Tiles are kThreads / kLanes row groups
+// of kRows consecutive positions of one sequence, times one slab of kLanes * kVec channels; the
+// chains of the look-back (or of the walk) are the (sequence, slab) pairs, each with its own
+// tiles from the sequence's first position. A thread owns kVec channels of kRows positions,
+// staged in shared memory by cp.async as in row_kernel; per position it does the recurrence's
+// fma (and, for the tile's aggregate, one multiply) and rounds pairs of 16-bit results with one
+// conversion. The look-back is row_kernel's (records, folds, bitwise results run to run); the
+// final state is the stored value of the last position. Against row_kernel on the same calls
+// this kernel executes about half the instructions per element, and on the H200 runs the
+// channel-last forward rows at 0.79-0.96 of a same-traffic copy in f32 where row_kernel ran
+// 0.66-0.89, and 0.56-0.92 in bf16 where row_kernel ran 0.50-0.68 (bench/RESULTS.md).
+#pragma once
+
+#include <cuda_pipeline_primitives.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "row_kernels.cuh"  // the records and the look-back (this file is included from it)
+
+namespace ascan {
+namespace detail {
+
+/// A dense channel-contiguous forward call: strides in elements, per array.
+template <class T>
+struct DenseRowParams {
+  const T* gates;
+  const T* tokens;
+  T* out;
+  int64_t gates_batch, gates_time;
+  int64_t tokens_batch, tokens_time;
+  int64_t out_batch, out_time;
+  int64_t batch, length, channels;
+  const T* initial_state;  ///< nullable
+  T* final_state;          ///< nullable
+  int64_t state_batch_stride, state_channel_stride;
+  int64_t slabs;  ///< channel slabs per sequence
+  int64_t tiles;  ///< tiles per sequence
+};
+
+#if defined(__CUDACC__)
+
+/// Rows of a dense tile: kRows per thread, kThreads / kLanes row groups.
+template <int kThreads, int kRows, int kLanes>
+constexpr int kDenseTileRows = kThreads / kLanes * kRows;
+
+/// Shared memory of a dense row block's staged rows (gates and tokens).
+template <int kThreads, int kRows>
+constexpr int kDenseStageBytes = 2 * kRows * kThreads * 16;
+
+/// Blocks per multiprocessor a dense row kernel asks for: as many as its staged rows leave room
+/// for in 227 KiB, with about 5 KiB more each.
+template <int kThreads, int kRows>
+constexpr int kDenseMinBlocks = 227 * 1024 / (kDenseStageBytes<kThreads, kRows> + 5 * 1024);
+
+/// kVec compute values rounded to storage, as one 16-byte vector (bfloat16 pairs by one
+/// conversion each).
+template <class T, int kVec, class C>
+__device__ __forceinline__ uint4 narrow_vector(const C (&x)[kVec]) {
+  uint4 w;
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    uint32_t u[kVec / 2];
+#pragma unroll
+    for (int i = 0; i < kVec / 2; ++i) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(x[2 * i], x[2 * i + 1]);
+      memcpy(&u[i], &h, 4);
+    }
+    memcpy(&w, u, 16);
+  } else if constexpr (std::is_same<T, __half>::value) {
+    uint32_t u[kVec / 2];
+#pragma unroll
+    for (int i = 0; i < kVec / 2; ++i) {
+      const __half2 h = __floats2half2_rn(x[2 * i], x[2 * i + 1]);
+      memcpy(&u[i], &h, 4);
+    }
+    memcpy(&w, u, 16);
+  } else {
+    T y[kVec];
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(x[i]);
+    memcpy(&w, y, 16);
+  }
+  return w;
+}
+
+template <class C, int kVec>
+struct DensePairs {
+  C a[kVec];
+  C b[kVec];
+};
+
+/// `l` := `e` then `l` (earlier then later), per channel.
+template <class C, int kVec>
+__device__ __forceinline__ void dense_compose(const DensePairs<C, kVec>& e,
+                                              DensePairs<C, kVec>& l) {
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    l.b[v] = fma(l.a[v], e.b[v], l.b[v]);
+    l.a[v] = e.a[v] * l.a[v];
+  }
+}
+
+template <class C, int kVec>
+__device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
+  DensePairs<C, kVec> r;
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    r.a[v] = C(1);
+    r.b[v] = C(0);
+  }
+  return r;
+}
+
+/// The dense row kernel (forward). Look-back (kWalk false): one block per (tile, chain),
+/// tile-major, a chain being (sequence, slab); walk: one block per chain, its tiles in order.
+template <class T, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
+__global__ void __launch_bounds__(kThreads,
+                                  launch_min_blocks(kThreads, kDenseMinBlocks<kThreads, kRows>))
+    dense_row_kernel(const DenseRowParams<T> p, const RowStates<compute_t<T>> st) {
+  using C = compute_t<T>;
+  constexpr int kVec = 16 / int(sizeof(T));
+  constexpr int kWidth = kLanes * kVec;
+  constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kLanes>;
+  constexpr int kGroups = kThreads / kLanes;
+  constexpr int kGroupsPerWarp = kWarpThreads / kLanes;
+  constexpr int kWarps = kThreads / kWarpThreads;
+  constexpr int kG = kThreads / kWidth;  // look-back lanes per channel
+  static_assert(kG >= 1 && kG <= kWarpThreads, "look-back lanes per channel");
+  using Pairs = DensePairs<C, kVec>;
+  extern __shared__ uint4 dense_shared[];
+  __shared__ Pairs warp_total[kWarps][kLanes];
+  __shared__ C carry_shared[kWidth];
+
+  const int tid = threadIdx.x;
+  const int lane = tid % kLanes;
+  const int group = tid / kLanes;
+  const int warp = tid / kWarpThreads;
+  const int group_in_warp = (tid % kWarpThreads) / kLanes;
+  const int lb_ch = tid / kG, lb_slot = tid % kG;
+
+  const int64_t chains = p.batch * p.slabs;
+  const int64_t chain = kWalk ? int64_t(blockIdx.x) : int64_t(blockIdx.x) % chains;
+  const int64_t seq = chain / p.slabs, slab = chain % p.slabs;
+  const int64_t c0 = slab * kWidth + int64_t(lane) * kVec;
+  const bool active = c0 < p.channels;
+  const int64_t state_at = seq * p.state_batch_stride + c0 * p.state_channel_stride;
+
+  // the thread's element pointers at position 0 of its sequence, and one position's step
+  const int64_t t_origin = kDesc ? p.length - 1 : 0;
+  const T* const a0 = p.gates + seq * p.gates_batch + t_origin * p.gates_time + c0;
+  const T* const b0 = p.tokens + seq * p.tokens_batch + t_origin * p.tokens_time + c0;
+  T* const x0 = p.out + seq * p.out_batch + t_origin * p.out_time + c0;
+  const int64_t a_step = kDesc ? -p.gates_time : p.gates_time;
+  const int64_t b_step = kDesc ? -p.tokens_time : p.tokens_time;
+  const int64_t x_step = kDesc ? -p.out_time : p.out_time;
+
+  const auto slot = [&](int array, int row) {
+    return dense_shared + (array * kRows + row) * kThreads + tid;
+  };
+  const auto get = [&](int array, int row, C (&out)[kVec]) {
+    const uint4 w = *slot(array, row);
+    T v[kVec];
+    memcpy(v, &w, 16);
+    widen<kVec>(v, out);
+  };
+
+  const auto scan_tile = [&](int64_t tile) {
+    const int64_t p0 = tile * kTileRows + int64_t(group) * kRows;  // the thread's first position
+    const int valid = p0 >= p.length ? 0 : (p.length - p0 < kRows ? int(p.length - p0) : kRows);
+    // ---- load
+    if (active) {
+      const T* a = a0 + p0 * a_step;
+      const T* b = b0 + p0 * b_step;
+      if (valid == kRows) {
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          __pipeline_memcpy_async(slot(0, i), a + i * a_step, 16);
+          __pipeline_memcpy_async(slot(1, i), b + i * b_step, 16);
+        }
+      } else {
+        for (int i = 0; i < valid; ++i) {
+          __pipeline_memcpy_async(slot(0, i), a + i * a_step, 16);
+          __pipeline_memcpy_async(slot(1, i), b + i * b_step, 16);
+        }
+      }
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+
+    // ---- the thread's aggregate
+    Pairs mine = dense_identity<C, kVec>();
+    if (active) {
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        if (i < valid) {
+          C alpha[kVec], beta[kVec];
+          get(0, i, alpha);
+          get(1, i, beta);
+#pragma unroll
+          for (int v = 0; v < kVec; ++v) {
+            mine.b[v] = fma(alpha[v], mine.b[v], beta[v]);
+            mine.a[v] *= alpha[v];
+          }
+        }
+      }
+    }
+    // ---- across the warp's row groups (Kogge-Stone), then the warps' totals in order
+    Pairs incl = mine;
+#pragma unroll
+    for (int d = 1; d < kGroupsPerWarp; d *= 2) {
+      Pairs e;
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        e.a[v] = __shfl_up_sync(0xffffffffu, incl.a[v], d * kLanes);
+        e.b[v] = __shfl_up_sync(0xffffffffu, incl.b[v], d * kLanes);
+      }
+      if (group_in_warp >= d) dense_compose(e, incl);
+    }
+    Pairs excl;
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      excl.a[v] = __shfl_up_sync(0xffffffffu, incl.a[v], kLanes);
+      excl.b[v] = __shfl_up_sync(0xffffffffu, incl.b[v], kLanes);
+    }
+    if (group_in_warp == 0) excl = dense_identity<C, kVec>();
+    if (group_in_warp == kGroupsPerWarp - 1) warp_total[warp][lane] = incl;
+    __syncthreads();
+    Pairs before = dense_identity<C, kVec>();
+    for (int w = 0; w < warp; ++w) {
+      Pairs tw = warp_total[w][lane];
+      dense_compose(before, tw);
+      before = tw;
+    }
+    dense_compose(before, excl);  // excl := every group of the tile before this thread's
+
+    // ---- the state before the tile, per channel: h0 (or 0) before tile 0; else carried
+    // (walk) or looked back (kG lanes per channel)
+    if (tile == 0) {
+      if (lb_slot == 0) {
+        const int64_t c = slab * kWidth + lb_ch;
+        carry_shared[lb_ch] =
+            p.initial_state != nullptr && c < p.channels
+                ? to_compute<C>(p.initial_state[seq * p.state_batch_stride +
+                                                c * p.state_channel_stride])
+                : C(0);
+      }
+    }
+    if constexpr (!kWalk) {
+      // the tile's total for channel lb_ch: the warps' totals in order
+      C ta = C(1), tb = C(0);
+      for (int w = 0; lb_slot == 0 && w < kWarps; ++w) {
+        const Pairs& tw = warp_total[w][lb_ch / kVec];
+        tb = fma(tw.a[lb_ch % kVec], tb, tw.b[lb_ch % kVec]);
+        ta = tw.a[lb_ch % kVec] * ta;
+      }
+      const uint64_t tag = st.tag << 2;
+      RowRecord<C>* const chain_records = st.records + chain * p.tiles * kWidth;
+      RowRecord<C>* const own = chain_records + tile * kWidth + lb_ch;
+      if (tile == 0) {
+        if (lb_slot == 0) row_publish_state(own, fma(ta, carry_shared[lb_ch], tb), tag);
+      } else {
+        if (lb_slot == 0) row_publish_aggregate(own, ta, tb, tag);
+        const C x =
+            row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
+        if (lb_slot == 0) {
+          carry_shared[lb_ch] = x;
+          row_publish_state(own, fma(ta, x, tb), tag);
+        }
+      }
+    }
+    __syncthreads();
+
+    // ---- the thread's positions from its carry, stored
+    C x[kVec];
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) x[v] = fma(excl.a[v], carry_shared[lane * kVec + v], excl.b[v]);
+    if (active) {
+      T* out = x0 + p0 * x_step;
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        if (i < valid) {
+          C alpha[kVec], beta[kVec];
+          get(0, i, alpha);
+          get(1, i, beta);
+#pragma unroll
+          for (int v = 0; v < kVec; ++v) x[v] = fma(alpha[v], x[v], beta[v]);
+          const uint4 w = narrow_vector<T, kVec>(x);
+          *reinterpret_cast<uint4*>(out + i * x_step) = w;
+        }
+      }
+      // the final state: the stored value of the sequence's last position (the same bits)
+      if (p.final_state != nullptr && valid > 0 && p0 + valid == p.length) {
+        T y[kVec];
+        const uint4 w = narrow_vector<T, kVec>(x);
+        memcpy(y, &w, 16);
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) p.final_state[state_at + v * p.state_channel_stride] = y[v];
+      }
+    }
+    if constexpr (kWalk) {
+      // the carry into the next tile: the state after the tile's last position, held by the
+      // last row group (a thread past the end holds the state after the last position)
+      __syncthreads();
+      if (group == kGroups - 1) {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) carry_shared[lane * kVec + v] = x[v];
+      }
+    }
+  };
+
+  if constexpr (kWalk) {
+    for (int64_t tile = 0; tile < p.tiles; ++tile) scan_tile(tile);
+  } else {
+    scan_tile(int64_t(blockIdx.x) / chains);
+  }
+}
+
+template <class T, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
+cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream) {
+  using C = compute_t<T>;
+  constexpr int kVec = 16 / int(sizeof(T));
+  p.slabs = ceil_div(p.channels, int64_t(kLanes) * kVec);
+  p.tiles = ceil_div(p.length, int64_t(kDenseTileRows<kThreads, kRows, kLanes>));
+  const int64_t chains = p.batch * p.slabs;
+  RowStates<C> st{};
+  int64_t blocks = chains;
+  if constexpr (!kWalk) {
+    blocks = chains * p.tiles;
+    st = RowStates<C>::carve(workspace, call_tag());
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
+    if (capture != cudaStreamCaptureStatusNone) {
+      const cudaError_t e = cudaMemsetAsync(
+          st.records, 0, RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec), stream);
+      if (e != cudaSuccess) return e;
+    }
+  }
+  constexpr int kShared = kDenseStageBytes<kThreads, kRows>;
+  constexpr auto kKernel = &dense_row_kernel<T, kDesc, kWalk, kThreads, kRows, kLanes>;
+  const cudaError_t e =
+      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
+  if (e != cudaSuccess) return e;
+  return launch_kernel(kKernel, blocks, kThreads, kShared, stream, p, st);
+}
+
+#endif  // __CUDACC__
+
+}  // namespace detail
+}  // namespace ascan
