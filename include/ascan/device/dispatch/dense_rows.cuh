@@ -27,18 +27,20 @@
 namespace ascan {
 namespace detail {
 
-/// A dense channel-contiguous forward call: strides in elements, per array.
+/// A dense channel-contiguous call: strides in elements, per array. Forward: in = {gates,
+/// tokens}, out = {out}, state_in = h0, state_out = the final state. Backward: in = {gates,
+/// grad_out, states}, out = {grad_gates, grad_tokens}, state_in = h0, state_in2 =
+/// grad_final_state, state_out = grad_initial_state.
 template <class T>
 struct DenseRowParams {
-  const T* gates;
-  const T* tokens;
-  T* out;
-  int64_t gates_batch, gates_time;
-  int64_t tokens_batch, tokens_time;
-  int64_t out_batch, out_time;
+  const T* in[3];
+  int64_t in_batch[3], in_time[3];
+  T* out[2];
+  int64_t out_batch[2], out_time[2];
   int64_t batch, length, channels;
-  const T* initial_state;  ///< nullable
-  T* final_state;          ///< nullable
+  const T* state_in;   ///< nullable
+  const T* state_in2;  ///< nullable
+  T* state_out;        ///< nullable
   int64_t state_batch_stride, state_channel_stride;
   int64_t slabs;  ///< channel slabs per sequence
   int64_t tiles;  ///< tiles per sequence
@@ -50,14 +52,17 @@ struct DenseRowParams {
 template <int kThreads, int kRows, int kLanes>
 constexpr int kDenseTileRows = kThreads / kLanes * kRows;
 
-/// Shared memory of a dense row block's staged rows (gates and tokens).
-template <int kThreads, int kRows>
-constexpr int kDenseStageBytes = 2 * kRows * kThreads * 16;
+/// Shared memory of a dense row block's staged rows (forward two arrays, backward three).
+template <bool kBackward, int kThreads, int kRows>
+constexpr int kDenseStageBytes = (kBackward ? 3 : 2) * kRows * kThreads * 16;
 
 /// Blocks per multiprocessor a dense row kernel asks for: as many as its staged rows leave room
-/// for in 227 KiB, with about 5 KiB more each.
-template <int kThreads, int kRows>
-constexpr int kDenseMinBlocks = 227 * 1024 / (kDenseStageBytes<kThreads, kRows> + 5 * 1024);
+/// for in 227 KiB with about 5 KiB more each, at most 3 (registers).
+template <bool kBackward, int kThreads, int kRows>
+constexpr int kDenseMinBlocks =
+    227 * 1024 / (kDenseStageBytes<kBackward, kThreads, kRows> + 5 * 1024) < 3
+        ? 227 * 1024 / (kDenseStageBytes<kBackward, kThreads, kRows> + 5 * 1024)
+        : 3;
 
 /// kVec compute values rounded to storage, as one 16-byte vector (bfloat16 pairs by one
 /// conversion each).
@@ -117,11 +122,18 @@ __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
   return r;
 }
 
-/// The dense row kernel (forward). Look-back (kWalk false): one block per (tile, chain),
-/// tile-major, a chain being (sequence, slab); walk: one block per chain, its tiles in order.
-template <class T, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
-__global__ void __launch_bounds__(kThreads,
-                                  launch_min_blocks(kThreads, kDenseMinBlocks<kThreads, kRows>))
+/// The dense row kernel. Look-back (kWalk false): one block per (tile, chain), tile-major, a
+/// chain being (sequence, slab); walk: one block per chain, its tiles in order. Positions run in
+/// scan order q = 0 .. length-1 (time q, or length-1-q where kDesc).
+///
+/// Forward, position q: x = a[q] * x + b[q] from the carry h0 (or 0).
+/// Backward (the forward's adjoint, in its scan order): d = a[q-1] * d + g[q] from the carry
+/// gT (grad_final_state, or 0) with a[-1] taken as 1; grad_tokens = d, grad_gates = d * x[q+1]
+/// (h0 past the last position), grad_h0 = a[last] * d[last]. Row i of a thread's stage holds
+/// the gate of position q-1 (array 0), g of q (1) and the state of q+1 (2).
+template <class T, bool kBackward, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
+__global__ void __launch_bounds__(
+    kThreads, launch_min_blocks(kThreads, kDenseMinBlocks<kBackward, kThreads, kRows>))
     dense_row_kernel(const DenseRowParams<T> p, const RowStates<compute_t<T>> st) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
@@ -131,6 +143,7 @@ __global__ void __launch_bounds__(kThreads,
   constexpr int kGroupsPerWarp = kWarpThreads / kLanes;
   constexpr int kWarps = kThreads / kWarpThreads;
   constexpr int kG = kThreads / kWidth;  // look-back lanes per channel
+  constexpr int kIn = kBackward ? 3 : 2;
   static_assert(kG >= 1 && kG <= kWarpThreads, "look-back lanes per channel");
   using Pairs = DensePairs<C, kVec>;
   extern __shared__ uint4 dense_shared[];
@@ -150,15 +163,25 @@ __global__ void __launch_bounds__(kThreads,
   const int64_t c0 = slab * kWidth + int64_t(lane) * kVec;
   const bool active = c0 < p.channels;
   const int64_t state_at = seq * p.state_batch_stride + c0 * p.state_channel_stride;
+  const int64_t last = p.length - 1;
 
-  // the thread's element pointers at position 0 of its sequence, and one position's step
-  const int64_t t_origin = kDesc ? p.length - 1 : 0;
-  const T* const a0 = p.gates + seq * p.gates_batch + t_origin * p.gates_time + c0;
-  const T* const b0 = p.tokens + seq * p.tokens_batch + t_origin * p.tokens_time + c0;
-  T* const x0 = p.out + seq * p.out_batch + t_origin * p.out_time + c0;
-  const int64_t a_step = kDesc ? -p.gates_time : p.gates_time;
-  const int64_t b_step = kDesc ? -p.tokens_time : p.tokens_time;
-  const int64_t x_step = kDesc ? -p.out_time : p.out_time;
+  // each array's element of the thread's channels at position 0, and one position's step
+  const int64_t t_origin = kDesc ? last : 0;
+  const T* in0[kIn];
+  int64_t in_step[kIn];
+#pragma unroll
+  for (int k = 0; k < kIn; ++k) {
+    in0[k] = p.in[k] + seq * p.in_batch[k] + t_origin * p.in_time[k] + c0;
+    in_step[k] = kDesc ? -p.in_time[k] : p.in_time[k];
+  }
+  constexpr int kOut = kBackward ? 2 : 1;
+  T* out0[kOut];
+  int64_t out_step[kOut];
+#pragma unroll
+  for (int k = 0; k < kOut; ++k) {
+    out0[k] = p.out[k] + seq * p.out_batch[k] + t_origin * p.out_time[k] + c0;
+    out_step[k] = kDesc ? -p.out_time[k] : p.out_time[k];
+  }
 
   const auto slot = [&](int array, int row) {
     return dense_shared + (array * kRows + row) * kThreads + tid;
@@ -169,24 +192,42 @@ __global__ void __launch_bounds__(kThreads,
     memcpy(v, &w, 16);
     widen<kVec>(v, out);
   };
+  // The element pair of row i (position p0 + i): forward (a, b); backward (a of the position
+  // before, g), with a = 1 at position 0.
+  const auto element = [&](int64_t p0, int i, C(&alpha)[kVec], C(&beta)[kVec]) {
+    get(0, i, alpha);
+    get(1, i, beta);
+    if constexpr (kBackward) {
+      if (i == 0 && p0 == 0) {
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) alpha[v] = C(1);
+      }
+    }
+  };
 
   const auto scan_tile = [&](int64_t tile) {
     const int64_t p0 = tile * kTileRows + int64_t(group) * kRows;  // the thread's first position
     const int valid = p0 >= p.length ? 0 : (p.length - p0 < kRows ? int(p.length - p0) : kRows);
-    // ---- load
+    // ---- load: array k's row i is position p0 + i + shift(k), where it exists
     if (active) {
-      const T* a = a0 + p0 * a_step;
-      const T* b = b0 + p0 * b_step;
-      if (valid == kRows) {
+      const T* at[kIn];
 #pragma unroll
-        for (int i = 0; i < kRows; ++i) {
-          __pipeline_memcpy_async(slot(0, i), a + i * a_step, 16);
-          __pipeline_memcpy_async(slot(1, i), b + i * b_step, 16);
-        }
+      for (int k = 0; k < kIn; ++k) {
+        const int shift = kBackward ? (k == 0 ? -1 : (k == 2 ? 1 : 0)) : 0;
+        at[k] = in0[k] + (p0 + shift) * in_step[k];
+      }
+      if (valid == kRows && (!kBackward || (p0 > 0 && p0 + kRows <= last))) {
+#pragma unroll
+        for (int i = 0; i < kRows; ++i)
+#pragma unroll
+          for (int k = 0; k < kIn; ++k) __pipeline_memcpy_async(slot(k, i), at[k] + i * in_step[k], 16);
       } else {
         for (int i = 0; i < valid; ++i) {
-          __pipeline_memcpy_async(slot(0, i), a + i * a_step, 16);
-          __pipeline_memcpy_async(slot(1, i), b + i * b_step, 16);
+#pragma unroll
+          for (int k = 0; k < kIn; ++k) {
+            const int64_t q = p0 + i + (kBackward ? (k == 0 ? -1 : (k == 2 ? 1 : 0)) : 0);
+            if (q >= 0 && q <= last) __pipeline_memcpy_async(slot(k, i), at[k] + i * in_step[k], 16);
+          }
         }
       }
     }
@@ -200,8 +241,7 @@ __global__ void __launch_bounds__(kThreads,
       for (int i = 0; i < kRows; ++i) {
         if (i < valid) {
           C alpha[kVec], beta[kVec];
-          get(0, i, alpha);
-          get(1, i, beta);
+          element(p0, i, alpha, beta);
 #pragma unroll
           for (int v = 0; v < kVec; ++v) {
             mine.b[v] = fma(alpha[v], mine.b[v], beta[v]);
@@ -239,15 +279,15 @@ __global__ void __launch_bounds__(kThreads,
     }
     dense_compose(before, excl);  // excl := every group of the tile before this thread's
 
-    // ---- the state before the tile, per channel: h0 (or 0) before tile 0; else carried
-    // (walk) or looked back (kG lanes per channel)
+    // ---- the state before the tile, per channel: h0 (backward gT, or 0) before tile 0; else
+    // carried (walk) or looked back (kG lanes per channel)
     if (tile == 0) {
       if (lb_slot == 0) {
         const int64_t c = slab * kWidth + lb_ch;
+        const T* const seed = kBackward ? p.state_in2 : p.state_in;
         carry_shared[lb_ch] =
-            p.initial_state != nullptr && c < p.channels
-                ? to_compute<C>(p.initial_state[seq * p.state_batch_stride +
-                                                c * p.state_channel_stride])
+            seed != nullptr && c < p.channels
+                ? to_compute<C>(seed[seq * p.state_batch_stride + c * p.state_channel_stride])
                 : C(0);
       }
     }
@@ -281,26 +321,56 @@ __global__ void __launch_bounds__(kThreads,
 #pragma unroll
     for (int v = 0; v < kVec; ++v) x[v] = fma(excl.a[v], carry_shared[lane * kVec + v], excl.b[v]);
     if (active) {
-      T* out = x0 + p0 * x_step;
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
         if (i < valid) {
           C alpha[kVec], beta[kVec];
-          get(0, i, alpha);
-          get(1, i, beta);
+          element(p0, i, alpha, beta);
 #pragma unroll
           for (int v = 0; v < kVec; ++v) x[v] = fma(alpha[v], x[v], beta[v]);
-          const uint4 w = narrow_vector<T, kVec>(x);
-          *reinterpret_cast<uint4*>(out + i * x_step) = w;
+          if constexpr (kBackward) {
+            // x is d: grad_tokens = d, grad_gates = d * (the state of the next position, or
+            // h0 past the last)
+            C prev[kVec];
+            if (p0 + i == last) {
+#pragma unroll
+              for (int v = 0; v < kVec; ++v)
+                prev[v] = p.state_in != nullptr
+                              ? to_compute<C>(p.state_in[state_at + v * p.state_channel_stride])
+                              : C(0);
+            } else {
+              get(2, i, prev);
+            }
+            C gg[kVec];
+#pragma unroll
+            for (int v = 0; v < kVec; ++v) gg[v] = x[v] * prev[v];
+            *reinterpret_cast<uint4*>(out0[0] + (p0 + i) * out_step[0]) = narrow_vector<T, kVec>(gg);
+            *reinterpret_cast<uint4*>(out0[1] + (p0 + i) * out_step[1]) = narrow_vector<T, kVec>(x);
+          } else {
+            *reinterpret_cast<uint4*>(out0[0] + (p0 + i) * out_step[0]) = narrow_vector<T, kVec>(x);
+          }
         }
       }
-      // the final state: the stored value of the sequence's last position (the same bits)
-      if (p.final_state != nullptr && valid > 0 && p0 + valid == p.length) {
+      if (p.state_out != nullptr && valid > 0 && p0 + valid == p.length) {
         T y[kVec];
-        const uint4 w = narrow_vector<T, kVec>(x);
-        memcpy(y, &w, 16);
+        if constexpr (kBackward) {
+          // grad h0 = a[last] * d[last]: the gate of the last position
+          T g0[kVec];
+          const uint4 gw = *reinterpret_cast<const uint4*>(in0[0] + last * in_step[0]);
+          memcpy(g0, &gw, 16);
+          C a0[kVec], gh[kVec];
+          widen<kVec>(g0, a0);
 #pragma unroll
-        for (int v = 0; v < kVec; ++v) p.final_state[state_at + v * p.state_channel_stride] = y[v];
+          for (int v = 0; v < kVec; ++v) gh[v] = a0[v] * x[v];
+          const uint4 w = narrow_vector<T, kVec>(gh);
+          memcpy(y, &w, 16);
+        } else {
+          // the final state: the stored value of the last position (the same bits)
+          const uint4 w = narrow_vector<T, kVec>(x);
+          memcpy(y, &w, 16);
+        }
+#pragma unroll
+        for (int v = 0; v < kVec; ++v) p.state_out[state_at + v * p.state_channel_stride] = y[v];
       }
     }
     if constexpr (kWalk) {
@@ -321,7 +391,7 @@ __global__ void __launch_bounds__(kThreads,
   }
 }
 
-template <class T, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
+template <class T, bool kBackward, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
 cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
@@ -341,8 +411,8 @@ cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t
       if (e != cudaSuccess) return e;
     }
   }
-  constexpr int kShared = kDenseStageBytes<kThreads, kRows>;
-  constexpr auto kKernel = &dense_row_kernel<T, kDesc, kWalk, kThreads, kRows, kLanes>;
+  constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
+  constexpr auto kKernel = &dense_row_kernel<T, kBackward, kDesc, kWalk, kThreads, kRows, kLanes>;
   const cudaError_t e =
       cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
   if (e != cudaSuccess) return e;

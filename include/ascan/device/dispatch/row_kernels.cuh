@@ -923,42 +923,49 @@ Status row_walks(RowParams<T> p, bool& walk) {
 namespace ascan {
 namespace detail {
 
-/// The dense row kernel's tile (dense_rows.cuh): 256 threads of 8 rows, 8 lanes of 16 bytes
-/// along channels. Against 128 threads (6 blocks per multiprocessor) and 256-byte rows, on the
-/// H200 the fastest or within 0.02 of it on every shape measured but bf16 (8, 128, 1536)
-/// (bench/RESULTS.md, "Channel-last and packed layouts: the row path").
-constexpr int kDenseThreads = 256, kDenseRows = 8, kDenseLanes = 8;
+/// The dense row kernel's tile (dense_rows.cuh): 256 threads of 8 rows (backward 4: three
+/// arrays in), 8 lanes of 16 bytes along channels. Forward, against 128 threads (6 blocks per
+/// multiprocessor) and 256-byte rows, on the H200 the fastest or within 0.02 of it on every
+/// shape measured but bf16 (8, 128, 1536) (bench/RESULTS.md, "Channel-last and packed layouts:
+/// the row path").
+constexpr int kDenseThreads = 256, kDenseLanes = 8;
+template <bool kBackward>
+constexpr int kDenseRows = kBackward ? 4 : 8;
 
-/// Look-back records of a dense forward call: every (sequence, slab, tile of the sequence).
-template <class T>
+/// Look-back records of a dense call: every (sequence, slab, tile of the sequence).
+template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  const int64_t tiles =
-      ceil_div(length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows, kDenseLanes>));
+  const int64_t tiles = ceil_div(
+      length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
   bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
   return true;
 }
 
-/// The dense row kernel's view of a forward call on the row path.
-template <class T>
+/// The dense row kernel's view of a call on the row path (RowParams' backward inputs are
+/// {gates, states, grad_out}; the dense kernel's {gates, grad_out, states}).
+template <class T, bool kBackward>
 DenseRowParams<T> dense_params(const RowParams<T>& p) {
   DenseRowParams<T> d{};
-  d.gates = p.in[0].ptr;
-  d.tokens = p.in[1].ptr;
-  d.out = p.out[0].ptr;
-  d.gates_batch = p.in[0].batch_stride;
-  d.gates_time = p.in[0].time_stride;
-  d.tokens_batch = p.in[1].batch_stride;
-  d.tokens_time = p.in[1].time_stride;
-  d.out_batch = p.out[0].batch_stride;
-  d.out_time = p.out[0].time_stride;
+  constexpr int kFrom[3] = {0, kBackward ? 2 : 1, 1};
+  for (int k = 0; k < (kBackward ? 3 : 2); ++k) {
+    d.in[k] = p.in[kFrom[k]].ptr;
+    d.in_batch[k] = p.in[kFrom[k]].batch_stride;
+    d.in_time[k] = p.in[kFrom[k]].time_stride;
+  }
+  for (int k = 0; k < (kBackward ? 2 : 1); ++k) {
+    d.out[k] = p.out[k].ptr;
+    d.out_batch[k] = p.out[k].batch_stride;
+    d.out_time[k] = p.out[k].time_stride;
+  }
   d.batch = p.segments;
   d.length = p.length;
   d.channels = p.channels;
-  d.initial_state = p.state_in;
-  d.final_state = p.state_out;
+  d.state_in = p.state_in;
+  d.state_in2 = p.state_in2;
+  d.state_out = p.state_out;
   d.state_batch_stride = p.state_batch_stride;
   d.state_channel_stride = p.state_channel_stride;
   return d;
@@ -966,9 +973,9 @@ DenseRowParams<T> dense_params(const RowParams<T>& p) {
 
 /// Runs a validated, non-empty call on the row path (`desc`: rows in descending order). `path`
 /// picks the mode: kOneBlock walks (one block per chain), kMultiBlock looks back (with a
-/// workspace; without one every call walks), kAuto decides: a dense forward call on the vector
-/// path looks back with the dense row kernel (faster than walking on every shape measured),
-/// any other by row_walks.
+/// workspace; without one every call walks), kAuto decides: a dense call on the vector path
+/// looks back with the dense row kernel (faster than walking on every shape measured), any
+/// other by row_walks.
 template <class T, bool kBackward>
 Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch& scratch,
                 cudaStream_t stream) {
@@ -976,17 +983,16 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   if (!row_scratch_bytes<T, kBackward>(p.channels, p.rows, bytes))
     return Status::not_supported("ascan: too many tiles for one grid");
   const bool packed = p.offsets32 != nullptr || p.offsets64 != nullptr;
-  const bool dense_forward = !kBackward && !packed;
-  if (dense_forward) {
+  if (!packed) {
     size_t dense = 0;
-    if (!dense_scratch_bytes<T>(p.segments, p.length, p.channels, dense))
+    if (!dense_scratch_bytes<T, kBackward>(p.segments, p.length, p.channels, dense))
       return Status::not_supported("ascan: too many tiles for one grid");
     bytes = dense > bytes ? dense : bytes;
   }
   constexpr int kVec = 16 / sizeof(T);
   // without a workspace every call walks
   bool walk = scratch.mode == Scratch::kNone || path == Path::kOneBlock;
-  const bool dense = dense_forward && vector && !walk;
+  const bool dense = !packed && vector && !walk;
   if (!walk && !dense && path == Path::kAuto) {
     const Status st =
         vector ? row_walks<T, kBackward, kVec>(p, walk) : row_walks<T, kBackward, 1>(p, walk);
@@ -994,14 +1000,13 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   }
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
-    if constexpr (!kBackward) {
-      if (dense) {
-        const DenseRowParams<T> d = dense_params(p);
-        return desc ? launch_dense_rows<T, true, false, kDenseThreads, kDenseRows, kDenseLanes>(
-                          d, workspace, stream)
-                    : launch_dense_rows<T, false, false, kDenseThreads, kDenseRows, kDenseLanes>(
-                          d, workspace, stream);
-      }
+    if (dense) {
+      constexpr int kRows = kDenseRows<kBackward>;
+      const DenseRowParams<T> d = dense_params<T, kBackward>(p);
+      return desc ? launch_dense_rows<T, kBackward, true, false, kDenseThreads, kRows,
+                                      kDenseLanes>(d, workspace, stream)
+                  : launch_dense_rows<T, kBackward, false, false, kDenseThreads, kRows,
+                                      kDenseLanes>(d, workspace, stream);
     }
     if (walk) {
       if (desc)
