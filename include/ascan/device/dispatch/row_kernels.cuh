@@ -973,9 +973,9 @@ DenseRowParams<T> dense_params(const RowParams<T>& p) {
 
 /// Runs a validated, non-empty call on the row path (`desc`: rows in descending order). `path`
 /// picks the mode: kOneBlock walks (one block per chain), kMultiBlock looks back (with a
-/// workspace; without one every call walks), kAuto decides: a dense call on the vector path
-/// looks back with the dense row kernel (faster than walking on every shape measured), any
-/// other by row_walks.
+/// workspace; without one every call walks), kAuto decides: a dense forward call on the vector
+/// path looks back, any other call as row_walks says. A dense call on the vector path that looks
+/// back takes the dense row kernel, any other row_kernel.
 template <class T, bool kBackward>
 Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch& scratch,
                 cudaStream_t stream) {
@@ -992,12 +992,15 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   constexpr int kVec = 16 / sizeof(T);
   // without a workspace every call walks
   bool walk = scratch.mode == Scratch::kNone || path == Path::kOneBlock;
-  const bool dense = !packed && vector && !walk;
-  if (!walk && !dense && path == Path::kAuto) {
+  // a dense forward call on the vector path never walks by choice: the dense look-back was
+  // faster on every shape measured; the rest (backward: where the chains fill the waves,
+  // walking still wins in f32) decide by row_walks
+  if (!walk && path == Path::kAuto && (kBackward || packed || !vector)) {
     const Status st =
         vector ? row_walks<T, kBackward, kVec>(p, walk) : row_walks<T, kBackward, 1>(p, walk);
     if (!st.ok()) return st;
   }
+  const bool dense = !packed && vector && !walk;
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
     if (dense) {
