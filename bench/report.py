@@ -11,7 +11,7 @@
 A generated table sits between two markers in the Markdown file, the first naming its kind and
 its raw files (paths from the repository root):
 
-    <!-- report: rows bench/results/walk_b129b98_run1.json bench/results/walk_b129b98_run2.json -->
+    <!-- report: rows:layout/ bench/results/layout_a209248_run1.json bench/results/layout_a209248_run2.json -->
     | case | ...
     <!-- /report -->
 
@@ -22,6 +22,7 @@ Kinds:
   grid-summary FILE   README's efficiency table: one line per dtype and pass, T across the top
   rows FILE...        layout and varlen rows over several runs: the run with the lowest
                       efficiency (../shared/BENCHMARKING.md's rule) and the range over the runs
+  rows:PREFIX FILE... the same, only the cases that start with PREFIX (e.g. varlen/)
   peers SPEC...       python/bench/peers.py's table from its JSON runs, SPEC = FILE[:dtype:pass
                       [:min_T]]: the rows of FILE of that dtype and pass (fwd, fwdbwd) and T at
                       least min_T; a row measured in more than one SPEC comes from the first
@@ -134,7 +135,8 @@ def grid_summary(path):
     return lines
 
 
-def rows_table(paths):
+def rows_table(paths, prefix=""):
+    """The layout/ and varlen/ scan rows of `paths` (those whose case starts with `prefix`)."""
     runs = []
     for p in paths:
         out = {}
@@ -145,7 +147,9 @@ def rows_table(paths):
                 continue
             if b.get("error_occurred"):
                 continue  # a row that did not run (its error is in the raw file)
-            out["/".join([parts[0]] + parts[2:])] = (b["scan_us"], b["copy_us"], b["efficiency"])
+            case = "/".join([parts[0]] + parts[2:])
+            if case.startswith(prefix):
+                out[case] = (b["scan_us"], b["copy_us"], b["efficiency"])
         runs.append(out)
     keys = []
     for r in runs:
@@ -273,6 +277,8 @@ def table(kind, files):
         return grid_summary(files[0])
     if kind == "rows" and files:
         return rows_table(files)
+    if kind.startswith("rows:") and files:
+        return rows_table(files, kind[len("rows:"):])
     raise SystemExit(f"report.py: unknown table '{kind}' for {files}")
 
 
@@ -302,13 +308,12 @@ def regenerate(text):
 PLOTS = [
     ("grid.png", "grid", ["bench/results/grid.json"], "e15e0d3",
      "ascan_bench --benchmark_out=bench.json --benchmark_out_format=json"),
-    ("row_path_walk.png", "rows",
-     [f"bench/results/walk_b129b98_run{k}.json" for k in (1, 2, 3)], "b129b98",
-     "ascan_bench --benchmark_filter='^layout/(copy|scan)/f32/channel_last/"
-     "(B8_T(128|1024|8192)_C1536|B16_T2048_C2048)' (three runs)"),
-    ("row_path_lookback.png", "rows",
+    ("row_path_channel_last.png", "rows:layout/",
+     [f"bench/results/layout_a209248_run{k}.json" for k in (1, 2, 3)], "a209248",
+     "ascan_bench --benchmark_filter='^layout/' (three runs)"),
+    ("row_path_packed.png", "rows:varlen/",
      [f"bench/results/layout_3b4c2fc_run{k}.json" for k in (1, 2, 3)], "3b4c2fc",
-     "ascan_bench --benchmark_filter='^(layout|varlen)/' (three runs)"),
+     "ascan_bench --benchmark_filter='^(layout|varlen)/' (three runs; the varlen rows)"),
 ]
 
 
@@ -431,9 +436,9 @@ def plot_grid(plt, path, note):
     return fig
 
 
-def plot_rows(plt, paths, note):
+def plot_rows(plt, paths, note, prefix=""):
     """Each layout or varlen row's lowest efficiency over the runs, with its target."""
-    lines = rows_table(paths)[2:]
+    lines = rows_table(paths, prefix)[2:]
     cells = [[c.strip() for c in l.strip("|").split("|")] for l in lines]
     labels = [f"{c[0]} {'bwd' if c[1] == 'backward' else 'fwd'}" for c in cells]
     effs = [float(c[4].split()[0]) for c in cells]
@@ -461,7 +466,9 @@ def plots(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     for name, kind, files, commit, command in PLOTS:
         note = stamp(files, commit, command)
-        fig = plot_grid(plt, files[0], note) if kind == "grid" else plot_rows(plt, files, note)
+        prefix = kind.split(":", 1)[1] if ":" in kind else ""
+        fig = (plot_grid(plt, files[0], note) if kind == "grid"
+               else plot_rows(plt, files, note, prefix))
         fig.savefig(os.path.join(out_dir, name), dpi=110)
         plt.close(fig)
         print(os.path.join(out_dir, name))

@@ -50,11 +50,11 @@ struct DenseRowParams {
 
 /// Rows of a dense tile: kRows per thread, kThreads / kLanes row groups.
 template <int kThreads, int kRows, int kLanes>
-constexpr int kDenseTileRows = kThreads / kLanes * kRows;
+constexpr int kDenseTileRows = kThreads / kLanes* kRows;
 
 /// Shared memory of a dense row block's staged rows (forward two arrays, backward three).
 template <bool kBackward, int kThreads, int kRows>
-constexpr int kDenseStageBytes = (kBackward ? 3 : 2) * kRows * kThreads * 16;
+constexpr int kDenseStageBytes = (kBackward ? 3 : 2) * kRows* kThreads * 16;
 
 /// Blocks per multiprocessor a dense row kernel asks for: as many as its staged rows leave room
 /// for in 227 KiB with about 5 KiB more each, at most 3 (registers).
@@ -132,8 +132,9 @@ __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
 /// (h0 past the last position), grad_h0 = a[last] * d[last]. Row i of a thread's stage holds
 /// the gate of position q-1 (array 0), g of q (1) and the state of q+1 (2).
 template <class T, bool kBackward, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
-__global__ void __launch_bounds__(
-    kThreads, launch_min_blocks(kThreads, kDenseMinBlocks<kBackward, kThreads, kRows>))
+__global__ void __launch_bounds__(kThreads,
+                                  launch_min_blocks(kThreads,
+                                                    kDenseMinBlocks<kBackward, kThreads, kRows>))
     dense_row_kernel(const DenseRowParams<T> p, const RowStates<compute_t<T>> st) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(
   const auto slot = [&](int array, int row) {
     return dense_shared + (array * kRows + row) * kThreads + tid;
   };
-  const auto get = [&](int array, int row, C (&out)[kVec]) {
+  const auto get = [&](int array, int row, C(&out)[kVec]) {
     const uint4 w = *slot(array, row);
     T v[kVec];
     memcpy(v, &w, 16);
@@ -220,13 +221,15 @@ __global__ void __launch_bounds__(
 #pragma unroll
         for (int i = 0; i < kRows; ++i)
 #pragma unroll
-          for (int k = 0; k < kIn; ++k) __pipeline_memcpy_async(slot(k, i), at[k] + i * in_step[k], 16);
+          for (int k = 0; k < kIn; ++k)
+            __pipeline_memcpy_async(slot(k, i), at[k] + i * in_step[k], 16);
       } else {
         for (int i = 0; i < valid; ++i) {
 #pragma unroll
           for (int k = 0; k < kIn; ++k) {
             const int64_t q = p0 + i + (kBackward ? (k == 0 ? -1 : (k == 2 ? 1 : 0)) : 0);
-            if (q >= 0 && q <= last) __pipeline_memcpy_async(slot(k, i), at[k] + i * in_step[k], 16);
+            if (q >= 0 && q <= last)
+              __pipeline_memcpy_async(slot(k, i), at[k] + i * in_step[k], 16);
           }
         }
       }
@@ -344,7 +347,8 @@ __global__ void __launch_bounds__(
             C gg[kVec];
 #pragma unroll
             for (int v = 0; v < kVec; ++v) gg[v] = x[v] * prev[v];
-            *reinterpret_cast<uint4*>(out0[0] + (p0 + i) * out_step[0]) = narrow_vector<T, kVec>(gg);
+            *reinterpret_cast<uint4*>(out0[0] + (p0 + i) * out_step[0]) =
+                narrow_vector<T, kVec>(gg);
             *reinterpret_cast<uint4*>(out0[1] + (p0 + i) * out_step[1]) = narrow_vector<T, kVec>(x);
           } else {
             *reinterpret_cast<uint4*>(out0[0] + (p0 + i) * out_step[0]) = narrow_vector<T, kVec>(x);

@@ -936,8 +936,8 @@ constexpr int kDenseRows = kBackward ? 4 : 8;
 template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  const int64_t tiles = ceil_div(
-      length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>));
+  const int64_t tiles =
+      ceil_div(length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
   bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
@@ -1006,10 +1006,11 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
     if (dense) {
       constexpr int kRows = kDenseRows<kBackward>;
       const DenseRowParams<T> d = dense_params<T, kBackward>(p);
-      return desc ? launch_dense_rows<T, kBackward, true, false, kDenseThreads, kRows,
-                                      kDenseLanes>(d, workspace, stream)
-                  : launch_dense_rows<T, kBackward, false, false, kDenseThreads, kRows,
-                                      kDenseLanes>(d, workspace, stream);
+      return desc
+                 ? launch_dense_rows<T, kBackward, true, false, kDenseThreads, kRows, kDenseLanes>(
+                       d, workspace, stream)
+                 : launch_dense_rows<T, kBackward, false, false, kDenseThreads, kRows, kDenseLanes>(
+                       d, workspace, stream);
     }
     if (walk) {
       if (desc)
