@@ -1,19 +1,20 @@
 // ascan/device/dispatch/dense_rows.cuh: the row path's kernel for dense channel-contiguous
-// batches, forward.
+// batches, forward and backward.
 //
 // A dense (B, T, C) call whose arrays are all channel-contiguous on the 16-byte grid needs none
 // of the general row kernel's machinery for packed sequences (segment cursors, resets inside a
 // tile, cut pairs): here a tile never crosses a sequence. Tiles are kThreads / kLanes row groups
 // of kRows consecutive positions of one sequence, times one slab of kLanes * kVec channels; the
-// chains of the look-back (or of the walk) are the (sequence, slab) pairs, each with its own
-// tiles from the sequence's first position. A thread owns kVec channels of kRows positions,
+// chains of the look-back are the (sequence, slab) pairs, each with its own tiles from the
+// sequence's first position. A thread owns kVec channels of kRows positions,
 // staged in shared memory by cp.async as in row_kernel; per position it does the recurrence's
 // fma (and, for the tile's aggregate, one multiply) and rounds pairs of 16-bit results with one
 // conversion. The look-back is row_kernel's (records, folds, bitwise results run to run); the
 // final state is the stored value of the last position. Against row_kernel on the same calls
-// this kernel executes about half the instructions per element, and on the H200 runs the
-// channel-last forward rows at 0.79-0.96 of a same-traffic copy in f32 where row_kernel ran
-// 0.66-0.89, and 0.56-0.92 in bf16 where row_kernel ran 0.50-0.68 (bench/RESULTS.md).
+// this kernel executes about half the instructions per element; on the H200 it runs the
+// channel-last forward rows at 0.74-0.96 of a same-traffic copy in f32 where row_kernel ran
+// 0.66-0.89, and 0.56-0.92 in bf16 where row_kernel ran 0.50-0.68 (bench/RESULTS.md, "Channel-
+// last rows").
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -122,8 +123,8 @@ __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
   return r;
 }
 
-/// The dense row kernel. Look-back (kWalk false): one block per (tile, chain), tile-major, a
-/// chain being (sequence, slab); walk: one block per chain, its tiles in order. Positions run in
+/// The dense row kernel: one block per (tile, chain), tile-major, a chain being (sequence, slab),
+/// the tiles of a chain joined by the look-back. Positions run in
 /// scan order q = 0 .. length-1 (time q, or length-1-q where kDesc).
 ///
 /// Forward, position q: x = a[q] * x + b[q] from the carry h0 (or 0).
@@ -131,7 +132,7 @@ __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
 /// gT (grad_final_state, or 0) with a[-1] taken as 1; grad_tokens = d, grad_gates = d * x[q+1]
 /// (h0 past the last position), grad_h0 = a[last] * d[last]. Row i of a thread's stage holds
 /// the gate of position q-1 (array 0), g of q (1) and the state of q+1 (2).
-template <class T, bool kBackward, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
+template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes>
 __global__ void __launch_bounds__(kThreads,
                                   launch_min_blocks(kThreads,
                                                     kDenseMinBlocks<kBackward, kThreads, kRows>))
@@ -140,7 +141,6 @@ __global__ void __launch_bounds__(kThreads,
   constexpr int kVec = 16 / int(sizeof(T));
   constexpr int kWidth = kLanes * kVec;
   constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kLanes>;
-  constexpr int kGroups = kThreads / kLanes;
   constexpr int kGroupsPerWarp = kWarpThreads / kLanes;
   constexpr int kWarps = kThreads / kWarpThreads;
   constexpr int kG = kThreads / kWidth;  // look-back lanes per channel
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kThreads,
   const int lb_ch = tid / kG, lb_slot = tid % kG;
 
   const int64_t chains = p.batch * p.slabs;
-  const int64_t chain = kWalk ? int64_t(blockIdx.x) : int64_t(blockIdx.x) % chains;
+  const int64_t chain = int64_t(blockIdx.x) % chains;
   const int64_t seq = chain / p.slabs, slab = chain % p.slabs;
   const int64_t c0 = slab * kWidth + int64_t(lane) * kVec;
   const bool active = c0 < p.channels;
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(kThreads,
     dense_compose(before, excl);  // excl := every group of the tile before this thread's
 
     // ---- the state before the tile, per channel: h0 (backward gT, or 0) before tile 0; else
-    // carried (walk) or looked back (kG lanes per channel)
+    // looked back (kG lanes per channel)
     if (tile == 0) {
       if (lb_slot == 0) {
         const int64_t c = slab * kWidth + lb_ch;
@@ -294,27 +294,25 @@ __global__ void __launch_bounds__(kThreads,
                 : C(0);
       }
     }
-    if constexpr (!kWalk) {
-      // the tile's total for channel lb_ch: the warps' totals in order
-      C ta = C(1), tb = C(0);
-      for (int w = 0; lb_slot == 0 && w < kWarps; ++w) {
-        const Pairs& tw = warp_total[w][lb_ch / kVec];
-        tb = fma(tw.a[lb_ch % kVec], tb, tw.b[lb_ch % kVec]);
-        ta = tw.a[lb_ch % kVec] * ta;
-      }
-      const uint64_t tag = st.tag << 2;
-      RowRecord<C>* const chain_records = st.records + chain * p.tiles * kWidth;
-      RowRecord<C>* const own = chain_records + tile * kWidth + lb_ch;
-      if (tile == 0) {
-        if (lb_slot == 0) row_publish_state(own, fma(ta, carry_shared[lb_ch], tb), tag);
-      } else {
-        if (lb_slot == 0) row_publish_aggregate(own, ta, tb, tag);
-        const C x =
-            row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
-        if (lb_slot == 0) {
-          carry_shared[lb_ch] = x;
-          row_publish_state(own, fma(ta, x, tb), tag);
-        }
+    // the tile's total for channel lb_ch: the warps' totals in order
+    C ta = C(1), tb = C(0);
+    for (int w = 0; lb_slot == 0 && w < kWarps; ++w) {
+      const Pairs& tw = warp_total[w][lb_ch / kVec];
+      tb = fma(tw.a[lb_ch % kVec], tb, tw.b[lb_ch % kVec]);
+      ta = tw.a[lb_ch % kVec] * ta;
+    }
+    const uint64_t tag = st.tag << 2;
+    RowRecord<C>* const chain_records = st.records + chain * p.tiles * kWidth;
+    RowRecord<C>* const own = chain_records + tile * kWidth + lb_ch;
+    if (tile == 0) {
+      if (lb_slot == 0) row_publish_state(own, fma(ta, carry_shared[lb_ch], tb), tag);
+    } else {
+      if (lb_slot == 0) row_publish_aggregate(own, ta, tb, tag);
+      const C x =
+          row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
+      if (lb_slot == 0) {
+        carry_shared[lb_ch] = x;
+        row_publish_state(own, fma(ta, x, tb), tag);
       }
     }
     __syncthreads();
@@ -377,46 +375,30 @@ __global__ void __launch_bounds__(kThreads,
         for (int v = 0; v < kVec; ++v) p.state_out[state_at + v * p.state_channel_stride] = y[v];
       }
     }
-    if constexpr (kWalk) {
-      // the carry into the next tile: the state after the tile's last position, held by the
-      // last row group (a thread past the end holds the state after the last position)
-      __syncthreads();
-      if (group == kGroups - 1) {
-#pragma unroll
-        for (int v = 0; v < kVec; ++v) carry_shared[lane * kVec + v] = x[v];
-      }
-    }
   };
 
-  if constexpr (kWalk) {
-    for (int64_t tile = 0; tile < p.tiles; ++tile) scan_tile(tile);
-  } else {
-    scan_tile(int64_t(blockIdx.x) / chains);
-  }
+  scan_tile(int64_t(blockIdx.x) / chains);
 }
 
-template <class T, bool kBackward, bool kDesc, bool kWalk, int kThreads, int kRows, int kLanes>
+template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes>
 cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
   p.slabs = ceil_div(p.channels, int64_t(kLanes) * kVec);
   p.tiles = ceil_div(p.length, int64_t(kDenseTileRows<kThreads, kRows, kLanes>));
   const int64_t chains = p.batch * p.slabs;
-  RowStates<C> st{};
-  int64_t blocks = chains;
-  if constexpr (!kWalk) {
-    blocks = chains * p.tiles;
-    st = RowStates<C>::carve(workspace, call_tag());
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
-    if (capture != cudaStreamCaptureStatusNone) {
-      const cudaError_t e = cudaMemsetAsync(
-          st.records, 0, RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec), stream);
-      if (e != cudaSuccess) return e;
-    }
+  const int64_t blocks = chains * p.tiles;
+  const RowStates<C> st = RowStates<C>::carve(workspace, call_tag());
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
+  if (capture != cudaStreamCaptureStatusNone) {
+    // a graph replays the call's tag: its records start from zero on every replay
+    const cudaError_t e = cudaMemsetAsync(
+        st.records, 0, RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec), stream);
+    if (e != cudaSuccess) return e;
   }
   constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
-  constexpr auto kKernel = &dense_row_kernel<T, kBackward, kDesc, kWalk, kThreads, kRows, kLanes>;
+  constexpr auto kKernel = &dense_row_kernel<T, kBackward, kDesc, kThreads, kRows, kLanes>;
   const cudaError_t e =
       cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
   if (e != cudaSuccess) return e;

@@ -1006,11 +1006,10 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
     if (dense) {
       constexpr int kRows = kDenseRows<kBackward>;
       const DenseRowParams<T> d = dense_params<T, kBackward>(p);
-      return desc
-                 ? launch_dense_rows<T, kBackward, true, false, kDenseThreads, kRows, kDenseLanes>(
-                       d, workspace, stream)
-                 : launch_dense_rows<T, kBackward, false, false, kDenseThreads, kRows, kDenseLanes>(
-                       d, workspace, stream);
+      return desc ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes>(
+                        d, workspace, stream)
+                  : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes>(
+                        d, workspace, stream);
     }
     if (walk) {
       if (desc)
