@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "dispatch/dispatch.cuh"
-#include "dispatch/row_kernels.cuh"
+#include "dispatch/row_dispatch.cuh"
 #include "dispatch/scan_kernels.cuh"
 #include "dispatch/tuning.cuh"
 #include "scan_args.cuh"
@@ -53,7 +53,7 @@ ScanParams<T> make_params(const ScanArgs<T>& args, bool& vector) {
       args.final_state, st.batch_stride,  st.channel_stride};
 }
 
-/// Whether a call takes the row path (row_kernels.cuh): packed sequences, a time stride other
+/// Whether a call takes the row path (row_dispatch.cuh): packed sequences, a time stride other
 /// than 1, or an array with strides of its own that differ from the shape's.
 inline bool takes_row_path(const Shape& s, const Packed& packed,
                            std::initializer_list<const std::optional<Strides>*> own) {

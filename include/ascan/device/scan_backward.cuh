@@ -43,7 +43,7 @@ BackwardParams<T> make_backward_params(const ScanBackwardArgs<T>& args, bool& ve
                            st.channel_stride};
 }
 
-/// The backward pass on the row path (row_kernels.cuh).
+/// The backward pass on the row path (row_dispatch.cuh).
 template <class T>
 Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratch,
                           cudaStream_t stream, Path path) {

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "row_kernels.cuh"  // the records and the look-back (this file is included from it)
+#include "row_kernels.cuh"  // the records, the look-back and the row-group constants
 
 namespace ascan {
 namespace detail {

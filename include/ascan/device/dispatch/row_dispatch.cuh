@@ -1,0 +1,127 @@
+// ascan/device/dispatch/row_dispatch.cuh: the row path's dispatch, run_rows: which of its
+// kernels (row_kernels.cuh's row_kernel walking or looking back, dense_rows.cuh's
+// dense_row_kernel) and which workspace a row-path call takes.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../status.cuh"
+#include "dense_rows.cuh"
+#include "dispatch.cuh"
+#include "row_kernels.cuh"
+
+namespace ascan {
+namespace detail {
+
+#if defined(__CUDACC__)
+
+/// The dense row kernel's tile (dense_rows.cuh): 256 threads of 8 rows (backward 4: three
+/// arrays in), 8 lanes of 16 bytes along channels. Forward, against 128 threads (6 blocks per
+/// multiprocessor) and 256-byte rows, on the H200 the fastest or within 0.02 of it on every
+/// shape measured but bf16 (8, 128, 1536) (bench/RESULTS.md, "Channel-last and packed layouts:
+/// the row path").
+constexpr int kDenseThreads = 256, kDenseLanes = 8;
+template <bool kBackward>
+constexpr int kDenseRows = kBackward ? 4 : 8;
+
+/// Look-back records of a dense call: every (sequence, slab, tile of the sequence).
+template <class T, bool kBackward>
+bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, size_t& bytes) {
+  constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
+  const int64_t tiles =
+      ceil_div(length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>));
+  const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
+  if (grid > double(kMaxTiles)) return false;
+  bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
+  return true;
+}
+
+/// The dense row kernel's view of a call on the row path (RowParams' backward inputs are
+/// {gates, states, grad_out}; the dense kernel's {gates, grad_out, states}).
+template <class T, bool kBackward>
+DenseRowParams<T> dense_params(const RowParams<T>& p) {
+  DenseRowParams<T> d{};
+  constexpr int kFrom[3] = {0, kBackward ? 2 : 1, 1};
+  for (int k = 0; k < (kBackward ? 3 : 2); ++k) {
+    d.in[k] = p.in[kFrom[k]].ptr;
+    d.in_batch[k] = p.in[kFrom[k]].batch_stride;
+    d.in_time[k] = p.in[kFrom[k]].time_stride;
+  }
+  for (int k = 0; k < (kBackward ? 2 : 1); ++k) {
+    d.out[k] = p.out[k].ptr;
+    d.out_batch[k] = p.out[k].batch_stride;
+    d.out_time[k] = p.out[k].time_stride;
+  }
+  d.batch = p.segments;
+  d.length = p.length;
+  d.channels = p.channels;
+  d.state_in = p.state_in;
+  d.state_in2 = p.state_in2;
+  d.state_out = p.state_out;
+  d.state_batch_stride = p.state_batch_stride;
+  d.state_channel_stride = p.state_channel_stride;
+  return d;
+}
+
+/// Runs a validated, non-empty call on the row path (`desc`: rows in descending order). `path`
+/// picks the mode: kOneBlock walks (one block per chain), kMultiBlock looks back (with a
+/// workspace; without one every call walks), kAuto decides: a dense forward call on the vector
+/// path looks back, any other call as row_walks says. A dense call on the vector path that looks
+/// back takes the dense row kernel, any other row_kernel.
+template <class T, bool kBackward>
+Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch& scratch,
+                cudaStream_t stream) {
+  size_t bytes = 0;
+  if (!row_scratch_bytes<T, kBackward>(p.channels, p.rows, bytes))
+    return Status::not_supported("ascan: too many tiles for one grid");
+  const bool packed = p.offsets32 != nullptr || p.offsets64 != nullptr;
+  if (!packed) {
+    size_t dense = 0;
+    if (!dense_scratch_bytes<T, kBackward>(p.segments, p.length, p.channels, dense))
+      return Status::not_supported("ascan: too many tiles for one grid");
+    bytes = dense > bytes ? dense : bytes;
+  }
+  constexpr int kVec = 16 / sizeof(T);
+  // without a workspace every call walks
+  bool walk = scratch.mode == Scratch::kNone || path == Path::kOneBlock;
+  // a dense forward call on the vector path never walks by choice: the dense look-back was
+  // faster on every shape measured; the rest (backward: where the chains fill the waves,
+  // walking still wins in f32) decide by row_walks
+  if (!walk && path == Path::kAuto && (kBackward || packed || !vector)) {
+    const Status st =
+        vector ? row_walks<T, kBackward, kVec>(p, walk) : row_walks<T, kBackward, 1>(p, walk);
+    if (!st.ok()) return st;
+  }
+  const bool dense = !packed && vector && !walk;
+  // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
+  return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
+    if (dense) {
+      constexpr int kRows = kDenseRows<kBackward>;
+      const DenseRowParams<T> d = dense_params<T, kBackward>(p);
+      return desc ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes>(
+                        d, workspace, stream)
+                  : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes>(
+                        d, workspace, stream);
+    }
+    if (walk) {
+      if (desc)
+        return vector ? launch_rows<T, kBackward, true, kVec, true>(p, nullptr, stream)
+                      : launch_rows<T, kBackward, true, 1, true>(p, nullptr, stream);
+      return vector ? launch_rows<T, kBackward, false, kVec, true>(p, nullptr, stream)
+                    : launch_rows<T, kBackward, false, 1, true>(p, nullptr, stream);
+    }
+    if (desc)
+      return vector ? launch_rows<T, kBackward, true, kVec, false>(p, workspace, stream)
+                    : launch_rows<T, kBackward, true, 1, false>(p, workspace, stream);
+    return vector ? launch_rows<T, kBackward, false, kVec, false>(p, workspace, stream)
+                  : launch_rows<T, kBackward, false, 1, false>(p, workspace, stream);
+  });
+}
+
+#endif  // __CUDACC__
+
+}  // namespace detail
+}  // namespace ascan
