@@ -480,6 +480,10 @@ constexpr auto staged_kernel() {
 template <class Problem, class Table, int kRow>
 cudaError_t launch_row(const typename Problem::Params& p, cudaStream_t stream) {
   constexpr ScanPolicy P = Table::kPolicies[kRow];
+  // a block row scans its sequence in one tile, with no tile loop: a longer span would leave
+  // the rest of the sequence unscanned
+  static_assert(P.kind != KernelKind::kBlock || P.max_span <= P.tile(),
+                "ascan: a one-tile block row's max_span exceeds its tile (threads * items)");
   constexpr int64_t kMaxGrid = 2147483647;  // a grid-stride loop covers the rest
   // The occupancy target is measured on the vector path; the scalar path holds kVec times more
   // runs and keeps its registers rather than spill.
