@@ -149,13 +149,18 @@ def rows_table(paths, prefix=""):
                 continue  # a row that did not run (its error is in the raw file)
             case = "/".join([parts[0]] + parts[2:])
             if case.startswith(prefix):
-                out[case] = (b["scan_us"], b["copy_us"], b["efficiency"])
+                # paired runs add the spread of the per-pair ratios and the copy's outlier flag
+                pair = (b["ratio_p10"], b["ratio_p90"]) if "ratio_p10" in b else None
+                out[case] = (b["scan_us"], b["copy_us"], b["efficiency"], pair,
+                             b.get("copy_outlier", 0.0) != 0.0, b.get("copy_vs_alone"))
         runs.append(out)
     keys = []
     for r in runs:
         keys += [k for k in r if k not in keys]
-    lines = ["| case | pass | scan µs | copy µs | efficiency (lowest) | range over runs | target |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    paired = any(v[3] is not None for r in runs for v in r.values())
+    lines = ["| case | pass | scan µs | copy µs | efficiency (lowest) | range over runs | target |"
+             + (" pairs p10-p90 | copy |" if paired else ""),
+             "|---|---|---:|---:|---:|---:|---:|" + ("---:|---|" if paired else "")]
     for k in keys:
         vals = [r[k] for r in runs if k in r]
         low = min(vals, key=lambda v: v[2])
@@ -164,9 +169,16 @@ def rows_table(paths, prefix=""):
         target = TARGET["backward" if bwd else "forward"]
         mark = "" if low[2] >= target else " ✗"
         effs = [v[2] for v in vals]
-        lines.append(f"| {case} | {'backward' if bwd else 'forward'} | {low[0]:.1f} | "
-                     f"{low[1]:.1f} | {low[2]:.3f}{mark} | {min(effs):.3f}-{max(effs):.3f} | "
-                     f"{target:.2f} |")
+        line = (f"| {case} | {'backward' if bwd else 'forward'} | {low[0]:.1f} | "
+                f"{low[1]:.1f} | {low[2]:.3f}{mark} | {min(effs):.3f}-{max(effs):.3f} | "
+                f"{target:.2f} |")
+        if paired:
+            # the lowest run's per-pair spread; its copy against the copy row of the same bytes
+            spread = f"{low[3][0]:.3f}-{low[3][1]:.3f}" if low[3] else "–"
+            copy = (f"⚑ {low[5]:.2f}× its row" if low[4] else
+                    (f"{low[5]:.2f}× its row" if low[5] is not None else "–"))
+            line += f" {spread} | {copy} |"
+        lines.append(line)
     return lines
 
 
