@@ -667,67 +667,42 @@ TYPED_TEST(ScanTest, ManySequences) {
   run_cases<TypeParam>(cases);
 }
 
-/// Stream order, and no hidden synchronization: with the stream held at a host-side gate, scan()
-/// returns at once and nothing has been written; once the gate opens, the results are right.
+/// Stream order, and no hidden synchronization, through each public entry point (two-phase
+/// workspace, malloc_async, none): with the stream held at a host-side gate, scan() returns at
+/// once and nothing has been written; once the gate opens, the results are right. The shapes
+/// take one block per sequence and, with a workspace, the multi-block path.
 TYPED_TEST(ScanTest, StreamOrdered) {
   using T = TypeParam;
-  for (Case c : {shape_case(4096, 2, 3), shape_case(1000003, 1, 1)}) {
-    c.own_stream = true;
-    c.final_state = true;
-    const uint64_t seed = fresh_seed();
-    SCOPED_TRACE(seed_note(c.describe(), seed));
-    Rng rng(seed);
-    Run<T> r;
-    ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
-    Stream stream;
-    ASSERT_TRUE(stream.create());
-    {
-      // Warm up into a scratch output: CUDA loads a kernel's module lazily at its first launch,
-      // and that load may wait for the device; it is the runtime's one-time cost, not ours.
-      DeviceBuffer<T> scratch;
-      ASSERT_TRUE(scratch.allocate(r.out_buffer().size()));
-      ScanArgs<T> warm = r.args;
-      warm.out = scratch.get() + (r.args.out - r.out_buffer().get());
-      warm.final_state = nullptr;
-      if (c.in_place) warm.tokens = r.args.tokens;
-      ASSERT_TRUE(scan(warm, stream.get()).ok());
-      ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize (warm-up)"));
+  for (Via via : {Via::kWorkspace, Via::kMallocAsync, Via::kPlain})
+    for (Case c : {shape_case(4096, 2, 3), shape_case(1000003, 1, 1)}) {
+      c.via = via;
+      c.own_stream = true;
+      c.final_state = true;
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed_note(c.describe(), seed));
+      Rng rng(seed);
+      Run<T> r;
+      ASSERT_NO_FATAL_FAILURE(prepare(c, rng, r));
+      Stream stream;
+      ASSERT_TRUE(stream.create());
+      {
+        // Warm up the same path into a scratch output.
+        DeviceBuffer<T> scratch;
+        ASSERT_TRUE(scratch.allocate(r.out_buffer().size()));
+        ScanArgs<T> warm = r.args;
+        warm.out = scratch.get() + (r.args.out - r.out_buffer().get());
+        warm.final_state = nullptr;
+        if (c.in_place) warm.tokens = r.args.tokens;
+        DeviceBuffer<unsigned char> ws;
+        const Status w = call_entry(warm, via, stream.get(), ws);
+        ASSERT_TRUE(w.ok()) << w.message;
+        ASSERT_TRUE(
+            cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize (warm-up)"));
+      }
+      ASSERT_NO_FATAL_FAILURE(
+          check_gated_call(r.args, via, stream.get(), r.out_d.get(), r.out_d.size()));
+      ASSERT_NO_FATAL_FAILURE(verify(r));
     }
-    StreamGate gate;
-    ASSERT_TRUE(gate.close(stream.get()));
-    const Status s = scan(r.args, stream.get());
-    EXPECT_FALSE(gate.timed_out()) << "scan() waited for its stream: hidden synchronization";
-    // Read the output while the gate holds the scan: an async copy into pinned memory on a
-    // second stream, polled (a pageable cudaMemcpy can wait behind the host function).
-    const size_t n = r.out_d.size();
-    T* early = nullptr;
-    ASSERT_TRUE(cuda_ok(cudaMallocHost(&early, n * sizeof(T)), "cudaMallocHost"));
-    Stream reader;
-    ASSERT_TRUE(reader.create());
-    auto copied = cuda_ok(
-        cudaMemcpyAsync(early, r.out_d.get(), n * sizeof(T), cudaMemcpyDeviceToHost, reader.get()),
-        "cudaMemcpyAsync (early)");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    cudaError_t q = cudaErrorNotReady;
-    while (copied && (q = cudaStreamQuery(reader.get())) == cudaErrorNotReady &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    const bool read_early = copied && q == cudaSuccess;
-    gate.open();
-    // Wait before any assertion can leave the scope: the gate's callback reads `gate`.
-    const auto synced = cuda_ok(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
-    ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(reader.get()), "cudaStreamSynchronize (reader)"));
-    ASSERT_TRUE(s.ok()) << s.message;
-    EXPECT_TRUE(read_early) << "could not read the output while the scan's stream was held";
-    if (read_early)
-      EXPECT_TRUE(std::all_of(early, early + n, [](const T& v) { return is_poison(v); }))
-          << "output written before the stream reached the scan (launched on another stream?)";
-    cudaFreeHost(early);
-    ASSERT_TRUE(synced);
-    ASSERT_TRUE(no_pending_cuda_error());
-    EXPECT_FALSE(gate.timed_out());
-    ASSERT_NO_FATAL_FAILURE(verify(r));
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1081,8 +1056,9 @@ TYPED_TEST(ScanTest, SmallWorkspaceRules) {
     // the allocation after them (cudaMalloc packs allocations; the double (1, 12288, 64) arrays
     // are 3 x 2 MiB), where the validator rightly finds them overlapping h0 or the final state.
     const Shape& s = r.args.shape;
-    const size_t extent = size_t((s.batch - 1) * s.batch_stride + (s.channels - 1) * s.channel_stride +
-                                 (s.length - 1) * s.time_stride + 1);
+    const size_t extent =
+        size_t((s.batch - 1) * s.batch_stride + (s.channels - 1) * s.channel_stride +
+               (s.length - 1) * s.time_stride + 1);
     DeviceBuffer<T> spare;
     ASSERT_TRUE(spare.allocate(3 * extent + 3));
     T* const base = spare.get();

@@ -397,9 +397,9 @@ enum class Via {
   kMultiBlockRegisters,  ///< the same, in the kernel that holds tiles in registers (the
                          ///< fallback of staged tiles and the 16-bit short-tile kernel:
                          ///< SmallTiles::kRegisters)
-  kRowWalk,       ///< the library's dispatch with a workspace, the row path forced to walk
-                  ///< (Path::kOneBlock: one block per chain, whatever the chains' count)
-  kRowLookBack,   ///< the same, the row path forced to look back (Path::kMultiBlock)
+  kRowWalk,              ///< the library's dispatch with a workspace, the row path forced to walk
+                         ///< (Path::kOneBlock: one block per chain, whatever the chains' count)
+  kRowLookBack,          ///< the same, the row path forced to look back (Path::kMultiBlock)
 };
 
 inline const char* via_name(Via v) {
@@ -504,8 +504,7 @@ Status entry(const ScanBackwardArgs<T>& a, MallocAsync m, cudaStream_t s) {
 }
 /// The library's own dispatch with a two-phase workspace and `path` given (scan_with).
 template <class T>
-Status entry_path(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s,
-                  detail::Path path) {
+Status entry_path(const ScanArgs<T>& a, void* w, size_t& bytes, cudaStream_t s, detail::Path path) {
   return detail::scan_with(a, detail::Scratch::two_phase(w, bytes), s, path);
 }
 template <class T>
@@ -560,6 +559,59 @@ Status call_entry(const Args& a, Via via, cudaStream_t stream,
     return Status::invalid("test: allocating and poisoning the workspace failed");
   return small ? entry_small_tiles(via, a, workspace.get(), bytes, stream)
                : entry(a, workspace.get(), bytes, stream);
+}
+
+/// Stream order and no hidden synchronization for the public entry point `via` (kWorkspace,
+/// kMallocAsync or kPlain; forward or backward by the args' type): with `stream` held at a
+/// host-side gate, the call returns without waiting for the stream, and the `n` elements at
+/// `watched` (an output the caller poisoned) still hold poison, read by a second stream while
+/// the gate holds; then the gate opens and the call must have succeeded. The workspace is sized
+/// and allocated before the gate closes (the two-phase rule: the query launches nothing). The
+/// caller warms the path up first (a kernel's module loads lazily at its first launch, and that
+/// load may wait for the device: the runtime's one-time cost, not ours) and verifies after.
+template <class Args, class T>
+void check_gated_call(const Args& a, Via via, cudaStream_t stream, const T* watched, size_t n) {
+  DeviceBuffer<unsigned char> ws;
+  size_t bytes = 0;
+  if (via == Via::kWorkspace) {
+    const Status q = entry(a, nullptr, bytes, stream);
+    ASSERT_TRUE(q.ok()) << q.message;
+    ASSERT_TRUE(ws.allocate(bytes));
+  }
+  StreamGate gate;
+  ASSERT_TRUE(gate.close(stream));
+  const Status s = via == Via::kWorkspace     ? entry(a, ws.get(), bytes, stream)
+                   : via == Via::kMallocAsync ? entry(a, malloc_async, stream)
+                                              : entry(a, stream);
+  EXPECT_FALSE(gate.timed_out()) << "the call waited for its stream: hidden synchronization";
+  // Read the output while the gate holds the call: an async copy into pinned memory on a second
+  // stream, polled (a pageable cudaMemcpy can wait behind the host function).
+  T* early = nullptr;
+  ASSERT_TRUE(cuda_ok(cudaMallocHost(&early, n * sizeof(T)), "cudaMallocHost"));
+  Stream reader;
+  ASSERT_TRUE(reader.create());
+  auto copied =
+      cuda_ok(cudaMemcpyAsync(early, watched, n * sizeof(T), cudaMemcpyDeviceToHost, reader.get()),
+              "cudaMemcpyAsync (early)");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  cudaError_t q = cudaErrorNotReady;
+  while (copied && (q = cudaStreamQuery(reader.get())) == cudaErrorNotReady &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const bool read_early = copied && q == cudaSuccess;
+  gate.open();
+  // Wait before any assertion can leave the scope: the gate's callback reads `gate`.
+  const auto synced = cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  ASSERT_TRUE(cuda_ok(cudaStreamSynchronize(reader.get()), "cudaStreamSynchronize (reader)"));
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_TRUE(read_early) << "could not read the output while the call's stream was held";
+  if (read_early)
+    EXPECT_TRUE(std::all_of(early, early + n, [](const T& v) { return is_poison(v); }))
+        << "output written before the stream reached the call (launched on another stream?)";
+  cudaFreeHost(early);
+  ASSERT_TRUE(synced);
+  ASSERT_TRUE(no_pending_cuda_error());
+  EXPECT_FALSE(gate.timed_out());
 }
 
 /// One call's look-back records never count in another's: the forced multi-block entry point
