@@ -1142,7 +1142,8 @@ std::vector<Case> edge_gate_cases(bool backward) {
 TYPED_TEST(LayoutTest, EdgeGates) { run_cases<TypeParam>(edge_gate_cases(false)); }
 
 /// NaNs and Infs in some inputs stay in their own sequence (and channel, and packed sequence):
-/// the outputs after them in scan order are non-finite, every other output exact.
+/// the outputs after them in scan order are non-finite, every other output exact. On every path:
+/// the row path's kernels and, time-contiguous, one block per sequence and the multi-block path.
 TYPED_TEST(LayoutTest, NonFiniteStaysInItsSequence) {
   std::vector<Case> cases;
   for (bool reverse : {false, true}) {
@@ -1160,6 +1161,24 @@ TYPED_TEST(LayoutTest, NonFiniteStaysInItsSequence) {
     cases.push_back(c);
     c = with_states(channel_last_case(false, 1, 70000, 8), 3);  // across the blocks of a row
     c.pokes = {{kTokens, 0, 3, 40000, kNaN}, {kGates, 0, 4, 123, kInf}};
+    c.reverse = reverse;
+    cases.push_back(c);
+    // Time-contiguous: one block per sequence; the multi-block path forced (Path::kMultiBlock)
+    // on two sequences of many tiles; the library's own multi-block choice on 10^6 steps.
+    c = with_states(time_contiguous_case(false, 2, 3, 1000), 3);
+    c.pokes = {{kTokens, 0, 1, 400, kNaN},
+               {kGates, 1, 2, 700, kInf},
+               {kTokens, 0, 0, 999, -kInf},
+               {kTokens, 1, 0, 0, kNaN}};
+    c.reverse = reverse;
+    cases.push_back(c);
+    c = with_states(time_contiguous_case(false, 1, 2, 70000), 3);
+    c.pokes = {{kTokens, 0, 1, 40000, kNaN}, {kGates, 0, 0, 123, kInf}};
+    c.via = Via::kRowLookBack;
+    c.reverse = reverse;
+    cases.push_back(c);
+    c = with_states(time_contiguous_case(false, 1, 1, 1000003), 3);
+    c.pokes = {{kTokens, 0, 0, 500001, kNaN}};
     c.reverse = reverse;
     cases.push_back(c);
     // Packed: a NaN inside the long sequence must not reach its neighbours.
@@ -1410,6 +1429,23 @@ TYPED_TEST(LayoutTest, BackwardNonFiniteStaysInItsSequence) {
     cases.push_back(c);
     c = with_states(channel_last_case(true, 1, 70000, 8), 7);
     c.pokes = {{kGradOut, 0, 3, 40000, kNaN}, {kGradOut, 0, 4, 123, kInf}};
+    c.reverse = reverse;
+    cases.push_back(c);
+    // Time-contiguous: one block per sequence; the multi-block path forced and chosen.
+    c = with_states(time_contiguous_case(true, 2, 3, 1000), 7);
+    c.pokes = {{kGradOut, 0, 1, 400, kNaN},
+               {kGradOut, 1, 2, 700, kInf},
+               {kGradOut, 1, 0, 0, kNaN},
+               {kGates, 0, 2, 500, kNaN}};
+    c.reverse = reverse;
+    cases.push_back(c);
+    c = with_states(time_contiguous_case(true, 1, 2, 70000), 7);
+    c.pokes = {{kGradOut, 0, 1, 40000, kNaN}, {kGradOut, 0, 0, 123, kInf}};
+    c.via = Via::kRowLookBack;
+    c.reverse = reverse;
+    cases.push_back(c);
+    c = with_states(time_contiguous_case(true, 1, 1, 1000003), 7);
+    c.pokes = {{kGradOut, 0, 0, 500001, kNaN}};
     c.reverse = reverse;
     cases.push_back(c);
     const std::vector<int64_t> cu = cu_seqlens(kMixedLengths);
