@@ -399,7 +399,8 @@ enum class Via {
                          ///< SmallTiles::kRegisters)
   kRowWalk,              ///< the library's dispatch with a workspace, the row path forced to walk
                          ///< (Path::kOneBlock: one block per chain, whatever the chains' count)
-  kRowLookBack,          ///< the same, the row path forced to look back (Path::kMultiBlock)
+  kRowLookBack,          ///< the same, Path::kMultiBlock: the row path forced to look back, a
+                         ///< time-contiguous call forced onto the multi-block path
 };
 
 inline const char* via_name(Via v) {

@@ -21,7 +21,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "row_kernels.cuh"  // the records, the look-back and the row-group constants
 
@@ -58,31 +57,33 @@ template <bool kBackward, int kThreads, int kRows>
 constexpr int kDenseStageBytes = (kBackward ? 3 : 2) * kRows* kThreads * 16;
 
 /// Blocks per multiprocessor a dense row kernel asks for: as many as its staged rows leave room
-/// for in 227 KiB with about 5 KiB more each, at most 3 (registers).
+/// for in 227 KiB with about 5 KiB more each (kDenseFitBlocks), at most 3 (registers).
+template <bool kBackward, int kThreads, int kRows>
+constexpr int kDenseFitBlocks = 227 * 1024 /
+                                (kDenseStageBytes<kBackward, kThreads, kRows> + 5 * 1024);
 template <bool kBackward, int kThreads, int kRows>
 constexpr int kDenseMinBlocks =
-    227 * 1024 / (kDenseStageBytes<kBackward, kThreads, kRows> + 5 * 1024) < 3
-        ? 227 * 1024 / (kDenseStageBytes<kBackward, kThreads, kRows> + 5 * 1024)
-        : 3;
+    kDenseFitBlocks<kBackward, kThreads, kRows> < 3 ? kDenseFitBlocks<kBackward, kThreads, kRows>
+                                                    : 3;
 
-/// kVec compute values rounded to storage, as one 16-byte vector (bfloat16 pairs by one
+/// Two floats rounded to a 16-bit pair, in one conversion.
+__device__ __forceinline__ __nv_bfloat162 narrow_pair(__nv_bfloat16*, float lo, float hi) {
+  return __floats2bfloat162_rn(lo, hi);
+}
+__device__ __forceinline__ __half2 narrow_pair(__half*, float lo, float hi) {
+  return __floats2half2_rn(lo, hi);
+}
+
+/// kVec compute values rounded to storage, as one 16-byte vector (16-bit values in pairs, one
 /// conversion each).
 template <class T, int kVec, class C>
 __device__ __forceinline__ uint4 narrow_vector(const C (&x)[kVec]) {
   uint4 w;
-  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+  if constexpr (sizeof(T) == 2) {
     uint32_t u[kVec / 2];
 #pragma unroll
     for (int i = 0; i < kVec / 2; ++i) {
-      const __nv_bfloat162 h = __floats2bfloat162_rn(x[2 * i], x[2 * i + 1]);
-      memcpy(&u[i], &h, 4);
-    }
-    memcpy(&w, u, 16);
-  } else if constexpr (std::is_same<T, __half>::value) {
-    uint32_t u[kVec / 2];
-#pragma unroll
-    for (int i = 0; i < kVec / 2; ++i) {
-      const __half2 h = __floats2half2_rn(x[2 * i], x[2 * i + 1]);
+      const auto h = narrow_pair(static_cast<T*>(nullptr), x[2 * i], x[2 * i + 1]);
       memcpy(&u[i], &h, 4);
     }
     memcpy(&w, u, 16);
@@ -184,6 +185,9 @@ __global__ void __launch_bounds__(kThreads,
     out_step[k] = kDesc ? -p.out_time[k] : p.out_time[k];
   }
 
+  // Stage row i of array k holds position p0 + i + shift(k): backward, the gate one position
+  // earlier and the state one later.
+  const auto shift = [](int k) { return kBackward ? (k == 0 ? -1 : (k == 2 ? 1 : 0)) : 0; };
   const auto slot = [&](int array, int row) {
     return dense_shared + (array * kRows + row) * kThreads + tid;
   };
@@ -213,10 +217,7 @@ __global__ void __launch_bounds__(kThreads,
     if (active) {
       const T* at[kIn];
 #pragma unroll
-      for (int k = 0; k < kIn; ++k) {
-        const int shift = kBackward ? (k == 0 ? -1 : (k == 2 ? 1 : 0)) : 0;
-        at[k] = in0[k] + (p0 + shift) * in_step[k];
-      }
+      for (int k = 0; k < kIn; ++k) at[k] = in0[k] + (p0 + shift(k)) * in_step[k];
       if (valid == kRows && (!kBackward || (p0 > 0 && p0 + kRows <= last))) {
 #pragma unroll
         for (int i = 0; i < kRows; ++i)
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(kThreads,
         for (int i = 0; i < valid; ++i) {
 #pragma unroll
           for (int k = 0; k < kIn; ++k) {
-            const int64_t q = p0 + i + (kBackward ? (k == 0 ? -1 : (k == 2 ? 1 : 0)) : 0);
+            const int64_t q = p0 + i + shift(k);
             if (q >= 0 && q <= last)
               __pipeline_memcpy_async(slot(k, i), at[k] + i * in_step[k], 16);
           }
