@@ -203,6 +203,9 @@ struct BackwardProblem {
     int f0;
     C gate_edge, state_edge;
 
+    /// The forward's final state has no counterpart here.
+    __device__ __forceinline__ void finish(const Params&) const {}
+
     template <bool kInside>
     __device__ __forceinline__ void read(int j, Work& w) const {
       const int e0 = f0 + j * kVec;
@@ -325,6 +328,8 @@ struct BackwardProblem {
     return active && p.grad_final_state != nullptr ? to_compute<C>(p.grad_final_state[state])
                                                    : C(0);
   }
+  /// The forward's final state has no counterpart here: nothing to take per stored vector.
+  __device__ __forceinline__ void finish_at(const Params&, const Work&, int64_t) const {}
   /// Takes the carry after the last element in scan order, d at the forward's first step (d[0],
   /// or d[T-1] mirrored): dL/dh0 = a[0] d[0] (one thread, active sequences only).
   __device__ __forceinline__ void finish(const Params& p, C carry) const {

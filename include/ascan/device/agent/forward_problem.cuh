@@ -126,6 +126,14 @@ struct ForwardProblem {
       problem.narrow(w, y);
       tokens[j] = *reinterpret_cast<const uint4*>(y);
     }
+    /// In the sequence's last tile, after the writes: the thread whose staged vectors hold the
+    /// sequence's last element in scan order writes it, as stored, as the final state (as
+    /// finish_at does for vectors in registers).
+    __device__ __forceinline__ void finish(const Params& p) const {
+      const auto i = static_cast<uint64_t>((kReverse ? problem.lo : problem.hi - 1) - origin);
+      if (!problem.active || p.final_state == nullptr || i >= uint64_t{kVectors} * kVec) return;
+      p.final_state[problem.state] = reinterpret_cast<const T*>(tokens)[i];
+    }
   };
   /// What a thread reads besides its staged vectors (the backward pass's neighbours): nothing.
   struct StagedEdges {};
@@ -162,9 +170,23 @@ struct ForwardProblem {
   __device__ __forceinline__ C initial_carry(const Params& p) const {
     return active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[state]) : C(0);
   }
-  /// Takes the state after the last element in scan order (one thread, active sequences only).
-  __device__ __forceinline__ void finish(const Params& p, C carry) const {
-    if (p.final_state != nullptr) p.final_state[state] = to_storage<T>(carry);
+  /// The carry after the last element in scan order (one thread, active sequences only): not
+  /// used. The final state is the stored last state (finish_at), not this carry, which the tile
+  /// aggregates computed in another order and which may differ from it in the last bit.
+  __device__ __forceinline__ void finish(const Params&, C) const {}
+  /// Called in the sequence's last tile in scan order by every thread, for each vector it stored
+  /// (grid position v, states in w): the thread that holds the sequence's last element in scan
+  /// order (out[T-1], out[0] reversed) writes it, rounded as stored, as the final state. So the
+  /// final state is bitwise that output on every path, as a caller that chains calls over the
+  /// chunks of a stream expects.
+  __device__ __forceinline__ void finish_at(const Params& p, const Work& w, int64_t v) const {
+    const auto i = static_cast<uint64_t>((kReverse ? lo : hi - 1) - v);
+    if (!active || p.final_state == nullptr || i >= uint64_t{kVec}) return;
+    C last = w.b[0];
+#pragma unroll
+    for (int e = 1; e < kVec; ++e)
+      if (i == uint64_t(e)) last = w.b[e];
+    p.final_state[state] = to_storage<T>(last);
   }
 };
 

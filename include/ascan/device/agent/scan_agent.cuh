@@ -167,26 +167,29 @@ __device__ __forceinline__ void reduce_runs(const typename Problem::Work (&work)
     aggregate[j] = thread_reduce<Problem::kReverse>(work[j].a, work[j].b);
 }
 /// Runs the recurrence over each run from the state entering it and stores what the Problem
-/// makes of the results.
+/// makes of the results. In a sequence's last tile in scan order (`last_tile`), the Problem also
+/// takes the sequence's last result from the thread that stored it (Problem::finish_at).
 template <class Problem, int kRuns, class At, class C = typename Problem::C>
 __device__ __forceinline__ void scan_runs(const Problem& problem,
                                           typename Problem::Work (&work)[kRuns],
-                                          const C (&incoming)[kRuns], const At& at) {
+                                          const C (&incoming)[kRuns], const At& at,
+                                          const typename Problem::Params& p, bool last_tile) {
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) {
     thread_scan<Problem::kReverse>(incoming[j], work[j].a, work[j].b);
     problem.store(work[j], at(j));
+    if (last_tile) problem.finish_at(p, work[j], at(j));
   }
 }
 
 /// Runs `problem` over its sequence with a group of kLanes threads, this one at `rank`; `group`
-/// is a WarpScan or BlockScan over kRuns = kItems / Problem::kVec runs. All threads of the group
-/// must call it with the same `span_bound` (inactive groups included: their problem masks
-/// everything); the group walks ceil(span_bound / tile) tiles, or exactly one with kOneTile.
-/// `carry` enters as the state before the first element in scan order and leaves as the state
-/// after the last.
+/// is a WarpScan or BlockScan over kRuns = kItems / Problem::kVec runs. Every group walks
+/// ceil(p.span_bound / tile) tiles, or exactly one with kOneTile, so groups that share shuffles
+/// stay in step (inactive groups included: their problem masks everything). `carry` enters as
+/// the state before the first element in scan order and leaves as the state after the last.
 template <class Problem, int kLanes, int kItems, bool kOneTile, class Group>
-__device__ __forceinline__ void scan_tiles(const Problem& problem, int64_t span_bound, int rank,
+__device__ __forceinline__ void scan_tiles(const Problem& problem,
+                                           const typename Problem::Params& p, int rank,
                                            Group& group, typename Problem::C& carry) {
   using C = typename Problem::C;
   constexpr bool kReverse = Problem::kReverse;
@@ -195,7 +198,7 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem, int64_t span_
   constexpr int kRuns = kItems / kVec;
   constexpr int64_t kRun = int64_t(kLanes) * kVec;
   constexpr int64_t kTile = kRun * kRuns;
-  const int64_t tiles = kOneTile ? 1 : (span_bound + kTile - 1) / kTile;
+  const int64_t tiles = kOneTile ? 1 : (p.span_bound + kTile - 1) / kTile;
 
   // Grid position of this thread's vector in run j of the k-th tile in scan order.
   auto position = [&](int64_t k, int j) {
@@ -216,7 +219,7 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem, int64_t span_
     reduce_runs<Problem>(work, aggregate);
     C incoming[kRuns];
     group.scan_state(aggregate, incoming, carry);
-    scan_runs(problem, work, incoming, at);
+    scan_runs(problem, work, incoming, at, p, k == tiles - 1);
   }
 }
 
@@ -229,7 +232,7 @@ __device__ __forceinline__ void scan_sequence(const typename Problem::Params& p,
                                               bool active, int rank, Group& group) {
   const Problem problem = Problem::template at<kLanes>(p, seq, active, rank);
   typename Problem::C carry = problem.initial_carry(p);
-  scan_tiles<Problem, kLanes, kItems, kOneTile>(problem, p.span_bound, rank, group, carry);
+  scan_tiles<Problem, kLanes, kItems, kOneTile>(problem, p, rank, group, carry);
   if (active && rank == 0) problem.finish(p, carry);
 }
 

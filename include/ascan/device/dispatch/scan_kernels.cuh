@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
 /// The state entering tile k of sequence `seq` (block-wide, after the block has scanned its
 /// tile into `tile_map`): warp 0 looks back (publishing the tile's aggregate), thread 0 hands the
 /// state to every thread through `slot`, and the sequence's last tile gives the final carry to
-/// Problem::finish.
+/// Problem::finish (the forward pass takes its final state from the stored outputs instead).
 template <class Problem, class C = typename Problem::C>
 __device__ __forceinline__ C enter_tile(const Problem& problem, const typename Problem::Params& p,
                                         const TileStates<C>& tiles, int64_t seq, int64_t k,
@@ -91,8 +91,9 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
                                         C& slot) {
   if (threadIdx.x < kWarpThreads) {
     // Only the first two groups of tiles start from the initial carry. The last tile may write
-    // the final state over it (they may alias): it does so only after every earlier tile has
-    // published its aggregate, and the fence orders this tile's read before its publication.
+    // the final state over it (they may alias): it does so only after this call, when every
+    // earlier tile has published its aggregate, and the fence orders this tile's read before its
+    // publication.
     const bool starts = k < 2 * kTilesPerGroup;
     const C initial = starts ? problem.initial_carry(p) : C(0);
     if (starts && chunks > 1) __threadfence();
@@ -111,8 +112,9 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 /// number of sequences; its record in the workspace's tile states is seq * chunks + k, and the
 /// sequence's `groups` groups of tiles start at group seq * groups. Per tile: load, scan the
 /// block's pairs, look back for the state before the tile (warp 0; it publishes the tile's
-/// aggregate and, at the end of a group, the group's), and store. The last tile of a sequence
-/// hands the final carry to Problem::finish.
+/// aggregate and, at the end of a group, the group's), and store. In the last tile of a sequence
+/// the thread that stored its last element writes the final state (Problem::finish_at), and
+/// thread 0 hands the final carry to Problem::finish (the backward pass's gradient of h0).
 ///
 /// A block waits only on lower-numbered blocks, which the hardware starts first (blocks are
 /// dispatched in index order; CUB's single-pass scan rests on the same fact), so the look-back
@@ -179,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   C incoming[kRuns];
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) incoming[j] = apply(exclusive[j], entering);
-  scan_runs(problem, work, incoming, at);
+  scan_runs(problem, work, incoming, at, p, k == chunks - 1);
 }
 
 /// Stages `kVectors` 16-byte vectors of a warp's stretch of the sequence at `src` (grid position
@@ -411,6 +413,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   // were complete before that kernel began; the look-back waits for it (a no-op otherwise).
   wait_for_prior_grid();
   const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
+  const bool last_tile = k == chunks - 1;  // the final state is taken from its stored outputs
 
   if constexpr (kHeld > 0) {
     // The held runs' scan, on the unguarded path or the guarded one (each its own code).
@@ -424,6 +427,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
           problem.template store<true>(w, held_at(j));
         else
           problem.store_at_edge(w, held_at(j));
+        if (last_tile) problem.finish_at(p, w, held_at(j));
       }
     };
     // The same two-path dispatch as the held loads' and on_staged_path, written out at each
@@ -446,6 +450,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
       view.write(j, w);
     }
   });
+  if (last_tile) view.finish(p);
   if (whole) {
     fence_for_unstage();
     __syncwarp();
