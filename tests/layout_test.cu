@@ -1121,7 +1121,8 @@ TYPED_TEST(LayoutTest, InPlace) {
   run_cases<TypeParam>(cases);
 }
 
-/// Gates of 0, 1, -1, above 1 in magnitude and of both signs, mixed.
+/// Gates of 0, 1, -1, above 1 in magnitude (growth) and of both signs, mixed, on every path:
+/// checked against the double reference within the bound every case meets (sequence_bound).
 std::vector<Case> edge_gate_cases(bool backward) {
   std::vector<Case> cases;
   int i = 0;
@@ -1139,6 +1140,19 @@ std::vector<Case> edge_gate_cases(bool backward) {
   for (bool reverse : {false, true}) {
     Case c = with_states(packed_case(backward, 8, kMixedLengths, reverse, reverse), 7);
     c.edge_gates = true;
+    c.reverse = reverse;
+    cases.push_back(c);
+    // Time-contiguous: many short sequences, one block per sequence, the multi-block path forced
+    // (Path::kMultiBlock) on two sequences of many tiles.
+    for (auto [b, ch, t] : {std::tuple<int64_t, int64_t, int64_t>{1, 512, 300}, {2, 3, 1000}}) {
+      c = with_states(time_contiguous_case(backward, b, ch, t), backward ? 7 : 3);
+      c.edge_gates = true;
+      c.reverse = reverse;
+      cases.push_back(c);
+    }
+    c = with_states(time_contiguous_case(backward, 1, 2, 70000), backward ? 7 : 3);
+    c.edge_gates = true;
+    c.via = Via::kRowLookBack;
     c.reverse = reverse;
     cases.push_back(c);
   }

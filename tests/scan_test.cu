@@ -16,11 +16,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "test_util.cuh"
@@ -963,6 +965,121 @@ TYPED_TEST(ScanTest, SmallDeterministic) {
   }
   cases[1].reverse = true;
   check_deterministic<TypeParam>(cases, 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the pair formulation and the sequential loop differ: an overflowing gate product
+
+/// Where a prefix product of gates overflows the compute type while the state stays finite (here
+/// kRise gates of 4 (double: 2^64) over zero tokens from a zero initial state: the loop's state
+/// stays 0, the product reaches 2^1200 (2^38400)), the scan, which composes products of gates, may give NaN (Inf * 0)
+/// where the loop gives 0, and a zero gate after it does not clear it (0 * Inf = NaN), where the
+/// loop restarts from the token. README, "Precision", documents this. Pinned on every path
+/// (one block per sequence, the warp kernels, the multi-block path forced, the channel-last rows;
+/// forward and reverse): until the prefix product overflows every output is the loop's, exactly
+/// 0; from there each output is the loop's value or NaN, and the sequence's last output is NaN;
+/// the other sequences of the call (ordinary gates) are right and finite.
+TYPED_TEST(ScanTest, OverflowingGateProduct) {
+  using T = TypeParam;
+  constexpr bool kDouble = std::is_same_v<T, double>;
+  // Gates of kRiseGate at steps [0, kRise) in scan order, then a zero. Every stretch of the rise
+  // that the scan's composition tree can multiply out overflows, in double as in float, once it
+  // spans more than a few dozen gates (kRise / 10 in float, kRise / 38 in double).
+  constexpr int64_t kRise = 600;
+  constexpr double kRiseGate = kDouble ? 18446744073709551616.0 : 4.0;  // 2^64 : 2^2
+  // The first step whose prefix product kRiseGate^(t+1) leaves the compute type (float: 2^128;
+  // double: 2^1024).
+  constexpr int64_t kFirstOverflow = kDouble ? 15 : 63;
+  struct Call {
+    Shape shape;
+    Via via;
+  };
+  const Call calls[] = {{time_contiguous(1, 3, 4096), Via::kWorkspace},
+                        {time_contiguous(1, 3, 4096), Via::kPlain},
+                        {time_contiguous(2, 200, 700), Via::kWorkspace},
+                        {time_contiguous(1, 2, 70000), Via::kMultiBlock},
+                        {channel_last(2, 3000, 64), Via::kWorkspace},
+                        {channel_last(1, 5000, 3), Via::kWorkspace}};
+  for (const Call& call : calls)
+    for (bool reverse : {false, true}) {
+      const Shape& sh = call.shape;
+      const uint64_t seed = fresh_seed();
+      std::ostringstream what;
+      what << "(" << sh.batch << ", " << sh.channels << ", " << sh.length << ") strides ("
+           << sh.batch_stride << ", " << sh.channel_stride << ", " << sh.time_stride << ")"
+           << (reverse ? " reverse" : "") << " via " << via_name(call.via);
+      SCOPED_TRACE(seed_note(what.str(), seed));
+      Rng rng(seed);
+      const int64_t n = sh.elements(), length = sh.length;
+      const auto at = [&](int64_t s, int64_t t) {  // element t of sequence s (b * C + c)
+        return (s / sh.channels) * sh.batch_stride + (s % sh.channels) * sh.channel_stride +
+               t * sh.time_stride;
+      };
+      std::vector<T> gates(n), tokens(n);
+      for (int64_t s = 0; s < sh.sequences(); ++s)
+        for (int64_t t = 0; t < length; ++t) {
+          const int64_t step = reverse ? length - 1 - t : t;  // position in scan order
+          const bool rising = s == 0 && step < kRise;
+          gates[at(s, t)] = from_double<T>(rising                    ? kRiseGate
+                                           : s == 0 && step == kRise ? 0.0
+                                                                     : rng.uniform(0.0, 1.0));
+          tokens[at(s, t)] = from_double<T>(rising ? 0.0 : draw_token(rng));
+        }
+      DeviceBuffer<T> gates_d, tokens_d, out_d;
+      ASSERT_TRUE(gates_d.allocate(n) && tokens_d.allocate(n) && out_d.allocate(n));
+      ASSERT_TRUE(gates_d.upload(gates) && tokens_d.upload(tokens) && out_d.poison());
+      ScanArgs<T> a;
+      a.gates = gates_d.get();
+      a.tokens = tokens_d.get();
+      a.out = out_d.get();
+      a.shape = sh;
+      a.reverse = reverse;
+      DeviceBuffer<unsigned char> workspace;
+      const Status st = call_entry(a, call.via, cudaStream_t{0}, workspace);
+      ASSERT_TRUE(st.ok()) << st.message;
+      ASSERT_TRUE(cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after scan)"));
+      ASSERT_TRUE(no_pending_cuda_error());
+      std::vector<T> out;
+      ASSERT_TRUE(out_d.download(out));
+
+      FailureLog log;
+      Reference ref;
+      std::vector<T> g(length), b(length), y(length);
+      for (int64_t s = 0; s < sh.sequences(); ++s) {
+        for (int64_t t = 0; t < length; ++t) {
+          g[t] = gates[at(s, t)];
+          b[t] = tokens[at(s, t)];
+          y[t] = out[at(s, t)];
+        }
+        ref.run(g.data(), b.data(), length, reverse, 0.0);
+        std::ostringstream where;
+        where << "sequence " << s;
+        if (s != 0) {
+          const SequenceCheck k = check_sequence(y.data(), ref.exact(), ref.scale(), length);
+          if (!k.ok) log.add(where.str(), k.message);
+          continue;
+        }
+        int64_t wrong = 0, first_wrong = -1;
+        for (int64_t step = 0; step < length; ++step) {
+          const int64_t t = reverse ? length - 1 - step : step;
+          const double got = to_double(y[t]), want = ref.exact()[t];
+          const double tolerance = 1e-2 * (std::abs(want) + 1.0);  // 16-bit rounding, loosely
+          const bool ok = step < kFirstOverflow
+                              ? got == 0.0 && want == 0.0
+                              : std::isnan(got) || std::abs(got - want) <= tolerance;
+          if (!ok && wrong++ == 0) first_wrong = step;
+        }
+        if (wrong > 0)
+          log.add(where.str(), std::to_string(wrong) +
+                                   " outputs neither the loop's value nor a NaN "
+                                   "after the overflow (or not 0 before it); the first at step " +
+                                   std::to_string(first_wrong));
+        const double last = to_double(y[reverse ? 0 : length - 1]);
+        if (!std::isnan(last))
+          log.add(where.str(), "the last output is " + std::to_string(last) +
+                                   ", not the NaN that 0 * Inf in the gate product gives");
+      }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -174,11 +174,17 @@ struct ForwardProblem {
   /// used. The final state is the stored last state (finish_at), not this carry, which the tile
   /// aggregates computed in another order and which may differ from it in the last bit.
   __device__ __forceinline__ void finish(const Params&, C) const {}
-  /// Called in the sequence's last tile in scan order by every thread, for each vector it stored
-  /// (grid position v, states in w): the thread that holds the sequence's last element in scan
-  /// order (out[T-1], out[0] reversed) writes it, rounded as stored, as the final state. So the
-  /// final state is bitwise that output on every path, as a caller that chains calls over the
-  /// chunks of a stream expects.
+  /// Whether the tile of `span` grid positions from `origin` holds the sequence's last element in
+  /// scan order (out[T-1], out[0] reversed). Not always the last tile a group walks: the groups
+  /// that share shuffles walk as many tiles as the longest span among them.
+  __device__ __forceinline__ bool holds_last(int64_t origin, int64_t span) const {
+    return active &&
+           static_cast<uint64_t>((kReverse ? lo : hi - 1) - origin) < static_cast<uint64_t>(span);
+  }
+  /// Called in the tile that holds_last by every thread, for each vector it stored (grid
+  /// position v, states in w): the thread that holds the sequence's last element in scan order
+  /// writes it, rounded as stored, as the final state. So the final state is bitwise that output
+  /// on every path, as a caller that chains calls over the chunks of a stream expects.
   __device__ __forceinline__ void finish_at(const Params& p, const Work& w, int64_t v) const {
     const auto i = static_cast<uint64_t>((kReverse ? lo : hi - 1) - v);
     if (!active || p.final_state == nullptr || i >= uint64_t{kVec}) return;

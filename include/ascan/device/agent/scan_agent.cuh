@@ -167,8 +167,9 @@ __device__ __forceinline__ void reduce_runs(const typename Problem::Work (&work)
     aggregate[j] = thread_reduce<Problem::kReverse>(work[j].a, work[j].b);
 }
 /// Runs the recurrence over each run from the state entering it and stores what the Problem
-/// makes of the results. In a sequence's last tile in scan order (`last_tile`), the Problem also
-/// takes the sequence's last result from the thread that stored it (Problem::finish_at).
+/// makes of the results. In the tile that holds the sequence's last element in scan order
+/// (`last_tile`), the Problem also takes that result from the thread that stored it
+/// (Problem::finish_at).
 template <class Problem, int kRuns, class At, class C = typename Problem::C>
 __device__ __forceinline__ void scan_runs(const Problem& problem,
                                           typename Problem::Work (&work)[kRuns],
@@ -219,7 +220,8 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem,
     reduce_runs<Problem>(work, aggregate);
     C incoming[kRuns];
     group.scan_state(aggregate, incoming, carry);
-    scan_runs(problem, work, incoming, at, p, k == tiles - 1);
+    const int64_t origin = (kReverse ? tiles - 1 - k : k) * kTile;  // the tile's first position
+    scan_runs(problem, work, incoming, at, p, problem.holds_last(origin, kTile));
   }
 }
 

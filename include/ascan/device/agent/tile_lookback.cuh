@@ -439,6 +439,16 @@ __device__ __forceinline__ C state_after_groups(const TileStates<C>& s, int64_t 
 /// look-back of another tile, only on aggregates, which every tile publishes as soon as it has
 /// scanned its elements. A closing tile publishes its group's aggregate before it reads earlier
 /// groups, so that no group's aggregate waits on a look-back either.
+/// Test hook, never set in a build that users run: with ASCAN_TEST_WITHHOLD_GROUP_STATES
+/// defined to 1, the groups after a sequence's first publish their aggregate but never their
+/// state, as if every closing tile's look-back were slow. Every look-back past the first window
+/// then finds no state in its window, walks back to the first group and folds the later windows
+/// (state_after_groups' rare branches, which otherwise run only by timing), so that a test
+/// (tests/lookback_hook_test.cu) runs them on purpose. Results stay bitwise the same.
+#ifndef ASCAN_TEST_WITHHOLD_GROUP_STATES
+#define ASCAN_TEST_WITHHOLD_GROUP_STATES 0
+#endif
+
 template <class C>
 __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_tile,
                                        int64_t first_group, int64_t k, const Affine<C>& own,
@@ -490,7 +500,7 @@ __device__ __forceinline__ C look_back(const TileStates<C>& s, int64_t first_til
         lane_group_inclusive_scan<kWarpThreads, false>(y, lane), kWarpThreads - 1);
     before = advance_state(previous_map, before_previous);
   }
-  if (closes && lane == 0 && m >= 1)
+  if (closes && lane == 0 && m >= 1 && !ASCAN_TEST_WITHHOLD_GROUP_STATES)
     publish_state(s.groups + first_group + m, advance_state(group_map, before), s.tag);
   return i > 0 ? advance_state(lane_group_broadcast<kWarpThreads>(in_group, i - 1), before)
                : before;

@@ -400,8 +400,7 @@ cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t
   }
   constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
   constexpr auto kKernel = &dense_row_kernel<T, kBackward, kDesc, kThreads, kRows, kLanes>;
-  const cudaError_t e =
-      cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
+  const cudaError_t e = allow_dynamic_shared(kKernel, kShared);
   if (e != cudaSuccess) return e;
   return launch_kernel(kKernel, blocks, kThreads, kShared, stream, p, st);
 }

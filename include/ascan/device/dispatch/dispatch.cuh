@@ -175,8 +175,7 @@ cudaError_t prepare_staged(int device, int& resident) {
     // a kernel with static shared memory (not kStaged) is allowed its dynamic bytes whatever
     // their size: the default allowance is 48 KiB less the static bytes
     return kSharedBytes > 48 * 1024 || (!kStaged && kSharedBytes > 0)
-               ? cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      kSharedBytes)
+               ? allow_dynamic_shared(kKernel, kSharedBytes)
                : cudaSuccess;
   };
   const int v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;

@@ -879,7 +879,7 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
     // the default allowance is 48 KiB less the static shared memory, which the staged rows
     // exceed; set on every launch: a host call that does not synchronize
     const cudaError_t e =
-        cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
+        allow_dynamic_shared(kKernel, kShared);
     if (e != cudaSuccess) return e;
   }
   return launch_kernel(kKernel, blocks, kRowThreads, kShared, stream, p, st);

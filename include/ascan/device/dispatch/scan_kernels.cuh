@@ -16,6 +16,7 @@
 //                    partly held in registers.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -48,6 +49,37 @@ cudaError_t launch_kernel(void (*kernel)(Params...), int64_t grid, int threads, 
   config.dynamicSmemBytes = static_cast<size_t>(shared);
   config.stream = stream;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+/// Raises `kernel`'s dynamic shared memory allowance to `bytes`, leaving the runtime's last-error
+/// slot alone: cudaFuncSetAttribute resets an error the caller left pending to cudaSuccess
+/// (measured on the H200 with CUDA 13.0; bench/results/pending_error_probe.txt), so the driver's
+/// cuFuncSetAttribute does it, reached through the runtime's entry-point query (no link against
+/// libcuda). Where that query is not available, the runtime's call.
+template <class Kernel>
+cudaError_t allow_dynamic_shared(Kernel* kernel, int bytes) {
+#if CUDART_VERSION >= 12050
+  using SetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
+  static const SetAttribute set = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &fn, 12000,
+                                                           cudaEnableDefault, &found);
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<SetAttribute>(fn)
+               : nullptr;
+  }();
+  if (set != nullptr) {
+    cudaFunction_t f = nullptr;
+    if (const cudaError_t e = cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(kernel));
+        e != cudaSuccess)
+      return e;
+    return set(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes) == CUDA_SUCCESS
+               ? cudaSuccess
+               : cudaErrorInvalidValue;
+  }
+#endif
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
 /// Warp-shuffle kernel: kThreads / kLanes sequences per block, one lane group each. `kOneTile`:
@@ -181,7 +213,8 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   C incoming[kRuns];
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) incoming[j] = apply(exclusive[j], entering);
-  scan_runs(problem, work, incoming, at, p, k == chunks - 1);
+  scan_runs(problem, work, incoming, at, p,
+            problem.holds_last((kReverse ? chunks - 1 - k : k) * kTile, kTile));
 }
 
 /// Stages `kVectors` 16-byte vectors of a warp's stretch of the sequence at `src` (grid position
@@ -413,7 +446,8 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   // were complete before that kernel began; the look-back waits for it (a no-op otherwise).
   wait_for_prior_grid();
   const C entering = enter_tile(problem, p, tiles, seq, k, chunks, groups, tile_map, entering_slot);
-  const bool last_tile = k == chunks - 1;  // the final state is taken from its stored outputs
+  // Whether this tile holds the sequence's last element (the final state is that output).
+  const bool last_tile = problem.holds_last(tile_origin, kTile);
 
   if constexpr (kHeld > 0) {
     // The held runs' scan, on the unguarded path or the guarded one (each its own code).
