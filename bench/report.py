@@ -16,10 +16,13 @@ its raw files (paths from the repository root):
     <!-- /report -->
 
 Kinds:
-  grid-forward FILE   the (8, 1536, T) forward rows of one run: scan and copy µs, GB/s,
-                      efficiency, CUB beside it (bold: at the 0.90 target)
-  grid-backward FILE  the same for the backward rows (target 0.85)
-  grid-summary FILE   README's efficiency table: one line per dtype and pass, T across the top
+  grid-forward FILE...   the (8, 1536, T) forward rows over the runs: the run with the lowest
+                      efficiency (its scan and copy µs, GB/s, per-pair spread, ⚑ where its
+                      copy was an outlier), the range over the runs, CUB's lowest beside it
+                      (bold: at the 0.90 target)
+  grid-backward FILE...  the same for the backward rows (target 0.85)
+  grid-summary FILE...   README's efficiency table: one line per dtype and pass, T across the
+                      top, the lowest over the runs
   rows FILE...        layout and varlen rows over several runs: the run with the lowest
                       efficiency (../shared/BENCHMARKING.md's rule) and the range over the runs
   rows:PREFIX FILE... the same, only the cases that start with PREFIX (e.g. varlen/)
@@ -68,58 +71,84 @@ def split(name):
     return parts[0], "/".join(parts[1:]), bwd
 
 
-def grid_rows(path, backward):
-    scans, cubs = [], {}
-    for b in load(path):
-        op, case, bwd = split(b["name"])
-        if bwd != backward or b.get("error_occurred"):
-            continue
-        if op == "scan":
-            scans.append((case, b))
-        elif op == "cub":
-            cubs[case] = b
-    return scans, cubs
+def grid_rows(paths, backward):
+    """The grid's scan and CUB rows over the runs `paths`: [(case, [row per run])] in the first
+    run's order, and {case: [CUB row per run]}; rows that did not run are left out."""
+    scans, cubs = {}, {}
+    for path in paths:
+        for b in load(path):
+            op, case, bwd = split(b["name"])
+            if bwd != backward or b.get("error_occurred") or op not in ("scan", "cub"):
+                continue
+            (scans if op == "scan" else cubs).setdefault(case, []).append(b)
+    return list(scans.items()), cubs
+
+
+def lowest(rows):
+    """The row of the run with the lowest efficiency (../shared/BENCHMARKING.md's rule)."""
+    return min(rows, key=lambda b: b["efficiency"])
 
 
 def bold(eff, target):
     return f"**{eff:.3f}**" if eff >= target else f"{eff:.3f}"
 
 
-def grid_table(path, backward):
-    scans, cubs = grid_rows(path, backward)
+def spread(b):
+    """A paired row's 10th-90th percentile of its per-pair ratios, and its copy's flag."""
+    if "ratio_p10" not in b:
+        return "–"
+    flag = " ⚑" if b.get("copy_outlier", 0.0) != 0.0 else ""
+    return f"{b['ratio_p10']:.3f}-{b['ratio_p90']:.3f}{flag}"
+
+
+def grid_table(paths, backward):
+    scans, cubs = grid_rows(paths, backward)
     target = TARGET["backward" if backward else "forward"]
-    head = "| case (dtype/B×C×T) | scan µs | copy µs | scan GB/s | efficiency |"
-    rule = "|---|---:|---:|---:|---:|"
+    head = ("| case (dtype/B×C×T) | scan µs | copy µs | scan GB/s | efficiency (lowest) | "
+            "range over runs | pairs p10-p90 |")
+    rule = "|---|---:|---:|---:|---:|---:|---:|"
     if not backward:
         head += " CUB µs | CUB efficiency |"
         rule += "---:|---:|"
     lines = [head, rule]
-    for case, b in scans:
+    for case, rows in scans:
+        b = lowest(rows)
+        effs = [r["efficiency"] for r in rows]
         line = (f"| {case} | {b['scan_us']:.1f} | {b['copy_us']:.1f} | "
-                f"{b['bytes_per_second'] / 1e9:.0f} | {bold(b['efficiency'], target)} |")
+                f"{b['bytes_per_second'] / 1e9:.0f} | {bold(b['efficiency'], target)} | "
+                f"{min(effs):.3f}-{max(effs):.3f} | {spread(b)} |")
         if not backward:
-            c = cubs.get(case)
+            c = lowest(cubs[case]) if case in cubs else None
             line += f" {c['scan_us']:.1f} | {c['efficiency']:.3f} |" if c else " – | – |"
         lines.append(line)
     return lines
 
 
-def grid_summary(path):
+def grid_summary(paths):
+    """README's table: per dtype, pass and T, the lowest efficiency over the runs."""
     cols, cells = [], {}
-    for b in load(path):
-        op, case, bwd = split(b["name"])
-        if op != "scan" or b.get("error_occurred"):
-            continue
-        parts = case.split("/")
-        dtype, t = parts[0], parts[1].split("x")[-1]
-        col = f"{t} rev" if parts[-1] == "reverse" else t
-        if col not in cols:
-            cols.append(col)
-        cells[(dtype, bwd, col)] = b["efficiency"]
+    for path in paths:
+        for b in load(path):
+            op, case, bwd = split(b["name"])
+            if op != "scan" or b.get("error_occurred"):
+                continue
+            parts = case.split("/")
+            dtype, dims = parts[0], parts[1].split("x")
+            t = dims[-1]
+            if dims[:2] != ["8", "1536"]:  # a few-long-sequence row: named by its shape
+                n = int(t)
+                t = f"({dims[0]},{dims[1]},2^{n.bit_length() - 1})" if n & (n - 1) == 0 else t
+            col = f"{t} rev" if parts[-1] == "reverse" else t
+            if col not in cols:
+                cols.append(col)
+            key = (dtype, bwd, col)
+            cells[key] = min(cells.get(key, b["efficiency"]), b["efficiency"])
     # powers of two first, in order, then the other lengths, then the reverse rows
     def order(c):
+        if c.startswith("("):  # the long rows after the grid's lengths, by length
+            return (False, True, False, int(c.rstrip(")").split("^")[-1]))
         t = int(c.split()[0])
-        return (c.endswith("rev"), t & (t - 1) != 0, t)
+        return (c.endswith("rev"), False, t & (t - 1) != 0, t)
     cols.sort(key=order)
     dtypes = []
     for (dtype, _, _) in cells:
@@ -281,12 +310,12 @@ def table(kind, files):
         return peers_table(files)
     if kind == "sweep" and files:
         return sweep_table(files)
-    if kind == "grid-forward" and len(files) == 1:
-        return grid_table(files[0], False)
-    if kind == "grid-backward" and len(files) == 1:
-        return grid_table(files[0], True)
-    if kind == "grid-summary" and len(files) == 1:
-        return grid_summary(files[0])
+    if kind == "grid-forward" and files:
+        return grid_table(files, False)
+    if kind == "grid-backward" and files:
+        return grid_table(files, True)
+    if kind == "grid-summary" and files:
+        return grid_summary(files)
     if kind == "rows" and files:
         return rows_table(files)
     if kind.startswith("rows:") and files:
@@ -318,8 +347,8 @@ def regenerate(text):
 # The plots: (file name, kind, raw files, commit measured, command), each stamped with the GPU
 # and date of its first raw file and with the commit and command given here.
 PLOTS = [
-    ("grid.png", "grid", ["bench/results/grid.json"], "e15e0d3",
-     "ascan_bench --benchmark_out=bench.json --benchmark_out_format=json"),
+    ("grid.png", "grid", [f"bench/results/grid_3836fa0_run{k}.json" for k in (1, 2, 3)], "3836fa0",
+     "ascan_bench --benchmark_filter='^(copy|scan|cub)/' (three runs; each point the lowest)"),
     ("row_path_channel_last.png", "rows:layout/",
      [f"bench/results/layout_a209248_run{k}.json" for k in (1, 2, 3)], "a209248",
      "ascan_bench --benchmark_filter='^layout/' (three runs)"),
@@ -412,16 +441,23 @@ def heatmaps(paths, out_dir, commit=None):
         print(name)
 
 
-def plot_grid(plt, path, note):
-    """Efficiency against T (powers of two) per dtype and pass, ascan beside CUB and the copy."""
+def plot_grid(plt, paths, note):
+    """Efficiency against T (powers of two) per dtype and pass, ascan beside CUB and the copy:
+    each point the lowest over the runs."""
+    low = {}
+    for path in paths:
+        for b in load(path):
+            op, case, bwd = split(b["name"])
+            parts = case.split("/")
+            t = int(parts[1].split("x")[-1])
+            if (op not in ("scan", "cub") or len(parts) != 2 or t & (t - 1)
+                    or not parts[1].startswith("8x1536x") or b.get("error_occurred")):
+                continue
+            key = (parts[0], bwd, op, t)
+            low[key] = min(low.get(key, b["efficiency"]), b["efficiency"])
     series = {}
-    for b in load(path):
-        op, case, bwd = split(b["name"])
-        parts = case.split("/")
-        t = int(parts[1].split("x")[-1])
-        if op not in ("scan", "cub") or len(parts) != 2 or t & (t - 1) or b.get("error_occurred"):
-            continue
-        series.setdefault((parts[0], bwd, op), []).append((t, b["efficiency"]))
+    for (dtype, bwd, op, t), eff in low.items():
+        series.setdefault((dtype, bwd, op), []).append((t, eff))
     dtypes = sorted({k[0] for k in series}, key=["f32", "bf16", "f16"].index)
     fig, axes = plt.subplots(2, len(dtypes), figsize=(4.2 * len(dtypes), 6.5), sharey=True)
     for col, dtype in enumerate(dtypes):
@@ -479,7 +515,7 @@ def plots(out_dir):
     for name, kind, files, commit, command in PLOTS:
         note = stamp(files, commit, command)
         prefix = kind.split(":", 1)[1] if ":" in kind else ""
-        fig = (plot_grid(plt, files[0], note) if kind == "grid"
+        fig = (plot_grid(plt, files, note) if kind == "grid"
                else plot_rows(plt, files, note, prefix))
         fig.savefig(os.path.join(out_dir, name), dpi=110)
         plt.close(fig)
