@@ -155,8 +155,8 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 /// that took its next tile before looking back for the current one would chain the aggregates
 /// through the whole sequence; bench/RESULTS.md, "What was tried and dropped, and why").
 ///
-/// The look-back takes longer than the tile's loads (the phase profile in bench/RESULTS.md, "Few
-/// long sequences"), so throughput comes from tiles resident per multiprocessor. `kHold` says
+/// The look-back takes longer than the tile's loads (the phase profile in bench/RESULTS.md, "What
+/// the path's constants rest on"), so throughput comes from tiles resident per multiprocessor. `kHold` says
 /// where the elements wait meanwhile: nowhere (reloaded from L2) or in shared memory, which lets
 /// four or five blocks stay resident per multiprocessor.
 template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
@@ -378,8 +378,8 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   // no per-vector test; the others the guarded one. Kept apart, the hot path is a compact
   // stretch of code: interleaved with the guarded one, instruction fetch stalls are a fifth of
   // the bf16 forward kernel's samples (Nsight Compute). This and folding the held runs first
-  // (below) make the long rows 1-9% faster (bench/RESULTS.md, "Few long sequences", the
-  // instruction cache).
+  // (below) make the long rows 1-9% faster (bench/RESULTS.md, "What the path's constants
+  // rest on": held_inside).
   const bool held_inside =
       kHeld > 0 && held_at(0) >= problem.lo && held_at(kHeld - 1) + kVec <= problem.hi;
   if constexpr (kHeld > 0) {
@@ -467,7 +467,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     // The same two-path dispatch as the held loads' and on_staged_path, written out at each
     // site: one helper for all three compiles every forward kernel differently (cuobjdump; its
     // speed is not measured), and this kernel's speed follows its code's layout
-    // (bench/RESULTS.md, "Few long sequences", the instruction cache).
+    // (bench/RESULTS.md, "What the path's constants rest on": held_inside, unroll).
     if (held_inside)
       scan_held(std::true_type{});
     else
