@@ -121,15 +121,8 @@ def test_forward_few_long_sequences(dtype, shape):
     out, h = ascan.scan(g, x, return_final_state=True)
     ref = chunked_reference(g, x)
     check(out, ref, dtype)
-    # the final state is the last output to within the path's accuracy (a single element of a
-    # long chain: the per-sequence L2 bound does not apply to it; 16-bit: one rounding apart)
-    rtol = {torch.float32: 3e-5, torch.float64: 1e-12}.get(dtype, float(torch.finfo(dtype).eps))
-    torch.testing.assert_close(h.double(), out[:, :, -1].double(), rtol=rtol, atol=0)
-    # The final state should be the last output bit for bit (the contract issue's item 7); the
-    # multi-block path computes it from its look-back chain instead, which may round differently
-    # in the last bits. Reported as an expected failure until that lands.
-    if not torch.equal(h, out[:, :, -1]):
-        pytest.xfail("final_state is not yet bitwise the last output on the multi-block path")
+    # the final state is the stored last output, bit for bit, on every path (README, Precision)
+    assert torch.equal(h, out[:, :, -1]), "final_state differs bitwise from the last output"
 
 
 def chunked_reference(g, x, chunk=4096):
