@@ -6,9 +6,11 @@
 // the runtime loads the kernels' modules lazily. In global capture mode
 // (cudaStreamCaptureModeGlobal) any call that may synchronize or allocate outside the graph fails
 // and invalidates the capture, so a user who captures a model's first step would see our first call
-// fail there. Here each test captures calls that nothing in the process ran before (this executable
-// holds only these tests, and each takes a dtype and pass that no test before it took), with the
-// size query made inside the capture too; the graph is then replayed twice, on fresh inputs each
+// fail there. Here each test captures calls that nothing in the process ran before: ctest runs each
+// test in a process of its own (gtest_discover_tests), and run whole, the executable's tests each
+// take a dtype and pass that no test before them took (only the device's peak bandwidth, asked
+// once per device, is then known after the first). The size queries run inside the capture too;
+// the graph is then replayed twice, on fresh inputs each
 // time, and every output is checked against the double reference. Shapes: few long sequences (the
 // multi-block path, whose graph zeroes its look-back records first), many sequences (one block
 // each) and channel-last rows.

@@ -153,7 +153,7 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
+    clear_our_error(e);
     return Status::cuda_error(e);
   }
   return plan_on<C, kVec, Lookback>(sequences, length, path, sms, plan);
@@ -397,7 +397,7 @@ Status with_scratch(const Scratch& scratch, size_t bytes, cudaStream_t stream, L
   const bool allocate = bytes > 0 && scratch.mode == Scratch::kMallocAsync;
   if (allocate) {
     if (const cudaError_t e = cudaMallocAsync(&workspace, bytes, stream); e != cudaSuccess) {
-      (void)cudaGetLastError();
+      clear_our_error(e);
       return Status::cuda_error(e);
     }
   }
@@ -407,7 +407,7 @@ Status with_scratch(const Scratch& scratch, size_t bytes, cudaStream_t stream, L
     if (e == cudaSuccess) e = f;
   }
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
+    clear_our_error(e);
     return Status::cuda_error(e);
   }
   return Status::success();

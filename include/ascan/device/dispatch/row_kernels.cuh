@@ -878,8 +878,7 @@ cudaError_t launch_rows(RowParams<T> p, void* workspace, cudaStream_t stream) {
   if constexpr (kShared > 0) {
     // the default allowance is 48 KiB less the static shared memory, which the staged rows
     // exceed; set on every launch: a host call that does not synchronize
-    const cudaError_t e =
-        allow_dynamic_shared(kKernel, kShared);
+    const cudaError_t e = allow_dynamic_shared(kKernel, kShared);
     if (e != cudaSuccess) return e;
   }
   return launch_kernel(kKernel, blocks, kRowThreads, kShared, stream, p, st);
@@ -909,7 +908,7 @@ Status row_walks(RowParams<T> p, bool& walk) {
     e = prepare_staged<kKernel, kRowThreads, kRowStageBytes<T, kBackward, kVec>, false>(device,
                                                                                         resident);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
+    clear_our_error(e);
     return Status::cuda_error(e);
   }
   const double waves = double(chains) / (double(resident > 0 ? resident : 1) * sms);

@@ -55,16 +55,24 @@ cudaError_t launch_kernel(void (*kernel)(Params...), int64_t grid, int threads, 
 /// slot alone: cudaFuncSetAttribute resets an error the caller left pending to cudaSuccess
 /// (measured on the H200 with CUDA 13.0; bench/results/pending_error_probe.txt), so the driver's
 /// cuFuncSetAttribute does it, reached through the runtime's entry-point query (no link against
-/// libcuda). Where that query is not available, the runtime's call.
+/// libcuda). The query by version only from CUDA 13: a 12.x build may run against an older 12.x
+/// runtime (PyTorch's), which lacks it. A failure of the driver call is returned as the runtime
+/// error of the same number and sets nothing in the slot (clear_our_error). Where no query is
+/// available, or it fails, the runtime's call.
 template <class Kernel>
 cudaError_t allow_dynamic_shared(Kernel* kernel, int bytes) {
-#if CUDART_VERSION >= 12050
+#if CUDART_VERSION >= 12000
   using SetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
   static const SetAttribute set = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 13000
     const cudaError_t e = cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &fn, 12000,
                                                            cudaEnableDefault, &found);
+#else
+    const cudaError_t e =
+        cudaGetDriverEntryPoint("cuFuncSetAttribute", &fn, cudaEnableDefault, &found);
+#endif
     return e == cudaSuccess && found == cudaDriverEntryPointSuccess
                ? reinterpret_cast<SetAttribute>(fn)
                : nullptr;
@@ -74,12 +82,19 @@ cudaError_t allow_dynamic_shared(Kernel* kernel, int bytes) {
     if (const cudaError_t e = cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(kernel));
         e != cudaSuccess)
       return e;
-    return set(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes) == CUDA_SUCCESS
-               ? cudaSuccess
-               : cudaErrorInvalidValue;
+    // the driver's and the runtime's error codes share their numbers
+    return static_cast<cudaError_t>(set(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
   }
 #endif
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+/// After a call failed with `e`: clears the runtime's last-error slot where it holds `e` (a failed
+/// runtime call leaves its error there) and leaves it alone otherwise (a failure of
+/// allow_dynamic_shared's driver call sets nothing there, and what the slot holds is the
+/// caller's).
+inline void clear_our_error(cudaError_t e) {
+  if (cudaPeekAtLastError() == e) (void)cudaGetLastError();
 }
 
 /// Warp-shuffle kernel: kThreads / kLanes sequences per block, one lane group each. `kOneTile`:
@@ -122,10 +137,13 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
                                         int64_t chunks, int64_t groups, const Affine<C>& tile_map,
                                         C& slot) {
   if (threadIdx.x < kWarpThreads) {
-    // Only the first two groups of tiles start from the initial carry. The last tile may write
-    // the final state over it (they may alias): it does so only after this call, when every
-    // earlier tile has published its aggregate, and the fence orders this tile's read before its
-    // publication.
+    // Only the first two groups of tiles start from the initial carry. The tile that holds the
+    // sequence's last element may write the final state over it (they may alias): it does so only
+    // after this call, when every earlier tile has published its aggregate, and the fence orders
+    // this tile's read before its publication. A tile after it (the sequence's span can end a
+    // tile early where the grid's span bound is its length plus another sequence's larger lead)
+    // may read the new value; it holds no element of the sequence, and no tile reads what it
+    // publishes.
     const bool starts = k < 2 * kTilesPerGroup;
     const C initial = starts ? problem.initial_carry(p) : C(0);
     if (starts && chunks > 1) __threadfence();
@@ -156,9 +174,9 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 /// through the whole sequence; bench/RESULTS.md, "What was tried and dropped, and why").
 ///
 /// The look-back takes longer than the tile's loads (the phase profile in bench/RESULTS.md, "What
-/// the path's constants rest on"), so throughput comes from tiles resident per multiprocessor. `kHold` says
-/// where the elements wait meanwhile: nowhere (reloaded from L2) or in shared memory, which lets
-/// four or five blocks stay resident per multiprocessor.
+/// the path's constants rest on"), so throughput comes from tiles resident per multiprocessor.
+/// `kHold` says where the elements wait meanwhile: nowhere (reloaded from L2) or in shared memory,
+/// which lets four or five blocks stay resident per multiprocessor.
 template <class Problem, int kThreads, int kItems, int kMinBlocks, LookbackHold kHold>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     lookback_kernel(const typename Problem::Params p, const TileStates<typename Problem::C> tiles,
