@@ -31,12 +31,6 @@ class CaptureColdTest : public RequiresGpu<> {};
 const Shape kShapes[] = {time_contiguous(1, 2, 1 << 20), time_contiguous(4, 64, 3000),
                          channel_last(2, 1000, 64)};
 
-/// Element t of sequence s (b * C + c) of `sh`.
-int64_t at(const Shape& sh, int64_t s, int64_t t) {
-  return (s / sh.channels) * sh.batch_stride + (s % sh.channels) * sh.channel_stride +
-         t * sh.time_stride;
-}
-
 /// One call's host inputs, device buffers and arguments, forward or backward.
 template <class T, bool kBackward>
 struct Call {
@@ -90,8 +84,8 @@ struct Call {
     for (int64_t s = 0; s < sh.sequences(); ++s) {
       for (auto* v : {&seq[0], &seq[1], &seq[2], &y[0], &y[1]}) v->resize(sh.length);
       for (int64_t t = 0; t < sh.length; ++t) {
-        for (int i = 0; i < kInputs; ++i) seq[i][t] = in[i][at(sh, s, t)];
-        for (int i = 0; i < kOutputs; ++i) y[i][t] = got[i][at(sh, s, t)];
+        for (int i = 0; i < kInputs; ++i) seq[i][t] = in[i][element_offset(sh, s, t)];
+        for (int i = 0; i < kOutputs; ++i) y[i][t] = got[i][element_offset(sh, s, t)];
       }
       const std::string where = what + " sequence " + std::to_string(s);
       if constexpr (kBackward) {

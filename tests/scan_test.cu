@@ -1011,10 +1011,7 @@ TYPED_TEST(ScanTest, OverflowingGateProduct) {
       SCOPED_TRACE(seed_note(what.str(), seed));
       Rng rng(seed);
       const int64_t n = sh.elements(), length = sh.length;
-      const auto at = [&](int64_t s, int64_t t) {  // element t of sequence s (b * C + c)
-        return (s / sh.channels) * sh.batch_stride + (s % sh.channels) * sh.channel_stride +
-               t * sh.time_stride;
-      };
+      const auto at = [&](int64_t s, int64_t t) { return element_offset(sh, s, t); };
       std::vector<T> gates(n), tokens(n);
       for (int64_t s = 0; s < sh.sequences(); ++s)
         for (int64_t t = 0; t < length; ++t) {

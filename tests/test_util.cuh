@@ -262,6 +262,12 @@ inline double draw_gate(Rng& rng, Gates g) {
 
 inline double draw_token(Rng& rng) { return rng.uniform(-1.0, 1.0); }
 
+/// The offset of element t of sequence s (s = b * C + c) under `sh`'s strides.
+inline int64_t element_offset(const Shape& sh, int64_t s, int64_t t) {
+  return (s / sh.channels) * sh.batch_stride + (s % sh.channels) * sh.channel_stride +
+         t * sh.time_stride;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Device memory
 
