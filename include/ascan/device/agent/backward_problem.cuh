@@ -330,7 +330,8 @@ struct BackwardProblem {
   }
   /// The forward's final state has no counterpart here: nothing to take per stored vector.
   __device__ __forceinline__ bool holds_last(int64_t, int64_t) const { return false; }
-  __device__ __forceinline__ void finish_at(const Params&, const Work&, int64_t) const {}
+  template <int64_t, int>
+  __device__ __forceinline__ void finish_stored(const Params&, int64_t) const {}
   /// Takes the carry after the last element in scan order, d at the forward's first step (d[0],
   /// or d[T-1] mirrored): dL/dh0 = a[0] d[0] (one thread, active sequences only).
   __device__ __forceinline__ void finish(const Params& p, C carry) const {

@@ -128,7 +128,7 @@ struct ForwardProblem {
     }
     /// In the sequence's last tile, after the writes: the thread whose staged vectors hold the
     /// sequence's last element in scan order writes it, as stored, as the final state (as
-    /// finish_at does for vectors in registers).
+    /// finish_stored does for vectors stored from registers).
     __device__ __forceinline__ void finish(const Params& p) const {
       const auto i = static_cast<uint64_t>((kReverse ? problem.lo : problem.hi - 1) - origin);
       if (!problem.active || p.final_state == nullptr || i >= uint64_t{kVectors} * kVec) return;
@@ -171,7 +171,7 @@ struct ForwardProblem {
     return active && p.initial_state != nullptr ? to_compute<C>(p.initial_state[state]) : C(0);
   }
   /// The carry after the last element in scan order (one thread, active sequences only): not
-  /// used. The final state is the stored last state (finish_at), not this carry, which the tile
+  /// used. The final state is the stored last state (finish_stored), not this carry, which the tile
   /// aggregates computed in another order and which may differ from it in the last bit.
   __device__ __forceinline__ void finish(const Params&, C) const {}
   /// Whether the tile of `span` grid positions from `origin` holds the sequence's last element in
@@ -181,18 +181,20 @@ struct ForwardProblem {
     return active &&
            static_cast<uint64_t>((kReverse ? lo : hi - 1) - origin) < static_cast<uint64_t>(span);
   }
-  /// Called in the tile that holds_last by every thread, for each vector it stored (grid
-  /// position v, states in w): the thread that holds the sequence's last element in scan order
-  /// writes it, rounded as stored, as the final state. So the final state is bitwise that output
-  /// on every path, as a caller that chains calls over the chunks of a stream expects.
-  __device__ __forceinline__ void finish_at(const Params& p, const Work& w, int64_t v) const {
-    const auto i = static_cast<uint64_t>((kReverse ? lo : hi - 1) - v);
-    if (!active || p.final_state == nullptr || i >= uint64_t{kVec}) return;
-    C last = w.b[0];
-#pragma unroll
-    for (int e = 1; e < kVec; ++e)
-      if (i == uint64_t(e)) last = w.b[e];
-    p.final_state[state] = to_storage<T>(last);
+  /// Called in the tile that holds_last by every thread after its stores; its vectors lie at grid
+  /// positions first + j * kStride (j < kCount), kVec elements each. The thread that stored the
+  /// sequence's last element in scan order reads it back and writes it, as stored, as the final
+  /// state: a thread sees its own stores, so the final state is bitwise that output on every
+  /// path, as a caller that chains calls over the chunks of a stream expects, and the tile's
+  /// store loops carry nothing for it.
+  template <int64_t kStride, int kCount>
+  __device__ __forceinline__ void finish_stored(const Params& p, int64_t first) const {
+    static_assert(kStride % kVec == 0, "vectors on the vector grid");
+    if (!active || p.final_state == nullptr) return;
+    const int64_t last = kReverse ? lo : hi - 1;
+    const int64_t i = last - first;
+    if (i < 0 || i >= kStride * kCount || i % kStride >= kVec) return;
+    p.final_state[state] = x[last];
   }
 };
 

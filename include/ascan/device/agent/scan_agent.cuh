@@ -167,19 +167,15 @@ __device__ __forceinline__ void reduce_runs(const typename Problem::Work (&work)
     aggregate[j] = thread_reduce<Problem::kReverse>(work[j].a, work[j].b);
 }
 /// Runs the recurrence over each run from the state entering it and stores what the Problem
-/// makes of the results. In the tile that holds the sequence's last element in scan order
-/// (`last_tile`), the Problem also takes that result from the thread that stored it
-/// (Problem::finish_at).
+/// makes of the results.
 template <class Problem, int kRuns, class At, class C = typename Problem::C>
 __device__ __forceinline__ void scan_runs(const Problem& problem,
                                           typename Problem::Work (&work)[kRuns],
-                                          const C (&incoming)[kRuns], const At& at,
-                                          const typename Problem::Params& p, bool last_tile) {
+                                          const C (&incoming)[kRuns], const At& at) {
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) {
     thread_scan<Problem::kReverse>(incoming[j], work[j].a, work[j].b);
     problem.store(work[j], at(j));
-    if (last_tile) problem.finish_at(p, work[j], at(j));
   }
 }
 
@@ -221,7 +217,9 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem,
     C incoming[kRuns];
     group.scan_state(aggregate, incoming, carry);
     const int64_t origin = (kReverse ? tiles - 1 - k : k) * kTile;  // the tile's first position
-    scan_runs(problem, work, incoming, at, p, problem.holds_last(origin, kTile));
+    scan_runs(problem, work, incoming, at);
+    // The tile that holds the sequence's last element in scan order: the final state.
+    if (problem.holds_last(origin, kTile)) problem.template finish_stored<kRun, kRuns>(p, at(0));
   }
 }
 

@@ -163,7 +163,7 @@ __device__ __forceinline__ C enter_tile(const Problem& problem, const typename P
 /// sequence's `groups` groups of tiles start at group seq * groups. Per tile: load, scan the
 /// block's pairs, look back for the state before the tile (warp 0; it publishes the tile's
 /// aggregate and, at the end of a group, the group's), and store. In the last tile of a sequence
-/// the thread that stored its last element writes the final state (Problem::finish_at), and
+/// the thread that stored its last element writes the final state (Problem::finish_stored), and
 /// thread 0 hands the final carry to Problem::finish (the backward pass's gradient of h0).
 ///
 /// A block waits only on lower-numbered blocks, which the hardware starts first (blocks are
@@ -231,8 +231,9 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   C incoming[kRuns];
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) incoming[j] = apply(exclusive[j], entering);
-  scan_runs(problem, work, incoming, at, p,
-            problem.holds_last((kReverse ? chunks - 1 - k : k) * kTile, kTile));
+  scan_runs(problem, work, incoming, at);
+  if (problem.holds_last((kReverse ? chunks - 1 - k : k) * kTile, kTile))
+    problem.template finish_stored<kRun, kRuns>(p, origin);
 }
 
 /// Stages `kVectors` 16-byte vectors of a warp's stretch of the sequence at `src` (grid position
@@ -479,7 +480,6 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
           problem.template store<true>(w, held_at(j));
         else
           problem.store_at_edge(w, held_at(j));
-        if (last_tile) problem.finish_at(p, w, held_at(j));
       }
     };
     // The same two-path dispatch as the held loads' and on_staged_path, written out at each
@@ -502,7 +502,10 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
       view.write(j, w);
     }
   });
-  if (last_tile) view.finish(p);
+  if (last_tile) {
+    if constexpr (kHeld > 0) problem.template finish_stored<kRun, kHeld>(p, held_at(0));
+    view.finish(p);
+  }
   if (whole) {
     fence_for_unstage();
     __syncwarp();
