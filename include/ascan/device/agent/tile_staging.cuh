@@ -11,14 +11,17 @@
 // sm_90 and later. The functions compile to a trap on earlier architectures, where the dispatch
 // never launches a kernel that uses them (stage_supported).
 //
-// The instructions are PTX here although CCCL wraps each of them (cuda::ptx::mbarrier_init,
-// fence_mbarrier_init, mbarrier_arrive_expect_tx, cp_async_bulk, mbarrier_try_wait_parity,
-// fence_proxy_async, cp_async_bulk_commit_group, cp_async_bulk_wait_group_read): with the
-// wrappers the sm_90 SASS of the 22 staged kernels changes (other registers and scheduling,
-// 50-80 fewer instructions each), which stays PTX until the H200 has measured it.
+// The instructions are CCCL's wrappers (cuda::ptx::*). Against the same instructions written as
+// inline PTX, the sm_90 SASS differs (other registers and scheduling) and the speed does not: the
+// long rows forward and backward within 0.5%, three paired runs each on the H200
+// (bench/RESULTS.md, "What the path's constants rest on").
 #pragma once
 
 #include <cuda_runtime_api.h>
+
+#if defined(__CUDACC__)
+#include <cuda/ptx>
+#endif
 
 #include <cstdint>
 
@@ -43,19 +46,14 @@ cudaError_t stage_supported(Kernel* kernel, bool& supported) {
 #define ASCAN_BULK_COPY 0
 #endif
 
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 /// Arms `bar` for one phase: one arrival expected (the caller's), completing when `bytes` in all
 /// have landed by stage(). One thread, before its stage() calls.
 __device__ __forceinline__ void arm_staging(uint64_t* bar, uint32_t bytes) {
 #if ASCAN_BULK_COPY
-  const uint32_t mbar = shared_address(bar);
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mbar) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mbar), "r"(bytes)
-               : "memory");
+  cuda::ptx::mbarrier_init(bar, 1);
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                             cuda::ptx::space_shared, bar, bytes);
 #else
   (void)bar, (void)bytes;
   __trap();
@@ -66,11 +64,7 @@ __device__ __forceinline__ void arm_staging(uint64_t* bar, uint32_t bytes) {
 /// 16), counted on `bar` (armed by arm_staging). One thread.
 __device__ __forceinline__ void stage(uint64_t* bar, void* dst, const void* src, uint32_t bytes) {
 #if ASCAN_BULK_COPY
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(shared_address(dst)),
-      "l"(src), "r"(bytes), "r"(shared_address(bar))
-      : "memory");
+  cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, bytes, bar);
 #else
   (void)bar, (void)dst, (void)src, (void)bytes;
   __trap();
@@ -80,16 +74,8 @@ __device__ __forceinline__ void stage(uint64_t* bar, void* dst, const void* src,
 /// Waits until phase 0 of `bar` has completed (the copies of stage() have landed).
 __device__ __forceinline__ void wait_staged(uint64_t* bar) {
 #if ASCAN_BULK_COPY
-  const uint32_t mbar = shared_address(bar);
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n"
-        " selp.u32 %0, 1, 0, p;\n}"
-        : "=r"(done)
-        : "r"(mbar)
-        : "memory");
-  } while (!done);
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, 0)) {
+  }
 #else
   (void)bar;
   __trap();
@@ -100,7 +86,7 @@ __device__ __forceinline__ void wait_staged(uint64_t* bar) {
 /// thread of the block issues unstage).
 __device__ __forceinline__ void fence_for_unstage() {
 #if ASCAN_BULK_COPY
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
 #endif
 }
 
@@ -108,10 +94,8 @@ __device__ __forceinline__ void fence_for_unstage() {
 /// thread, which must call wait_unstaged before the block exits.
 __device__ __forceinline__ void unstage(void* dst, const void* s, uint32_t bytes) {
 #if ASCAN_BULK_COPY
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
-               "r"(shared_address(s)), "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst, s, bytes);
+  cuda::ptx::cp_async_bulk_commit_group();
 #else
   (void)dst, (void)s, (void)bytes;
   __trap();
@@ -122,7 +106,7 @@ __device__ __forceinline__ void unstage(void* dst, const void* s, uint32_t bytes
 /// block may exit).
 __device__ __forceinline__ void wait_unstaged() {
 #if ASCAN_BULK_COPY
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
 #else
   __trap();
 #endif
