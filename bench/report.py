@@ -29,6 +29,11 @@ Kinds:
   peers SPEC...       python/bench/peers.py's table from its JSON runs, SPEC = FILE[:dtype:pass
                       [:min_T]]: the rows of FILE of that dtype and pass (fwd, fwdbwd) and T at
                       least min_T; a row measured in more than one SPEC comes from the first
+  ab SPEC...          an A/B of builds measured in one session, SPEC = LABEL=FILE (several
+                      files per label: its runs): for the few-long-sequence rows (B·C <= 128,
+                      T >= 2^20), each label's scan µs over its runs (lowest-highest); then, over
+                      every other scan row, the largest gap between the first label's lowest
+                      scan time and each other label's
   sweep FILE...       the cells of --ascan_sweep runs under target, per dtype and pass: the
                       lowest efficiency over the runs, with that run's scan and copy µs; where
                       that copy takes under 5 µs (launch-bound) the issue's rule there, scan
@@ -238,6 +243,46 @@ def peers_table(specs):
     return peers.table(rows, names).split("\n") + ["", "Rows from " + "; ".join(used) + "."]
 
 
+def ab_table(specs):
+    labels, times = [], {}  # times[label][row] = [scan µs per run]
+    for spec in specs:
+        label, _, path = spec.partition("=")
+        if not path:
+            raise SystemExit(f"report.py: ab wants LABEL=FILE, not {spec}")
+        if label not in times:
+            labels.append(label)
+            times[label] = {}
+        for b in load(path):
+            op, case, bwd = split(b["name"])
+            if op != "scan" or b.get("error_occurred"):
+                continue
+            row = case + (" bwd" if bwd else "")
+            times[label].setdefault(row, []).append(b["scan_us"])
+    rows = [r for r in times[labels[0]] if all(r in times[lb] for lb in labels)]
+
+    def long_row(row):
+        dims = row.split(" ")[0].split("/")[1].split("x")
+        return len(dims) == 3 and int(dims[0]) * int(dims[1]) <= 128 and int(dims[2]) >= 1 << 20
+    lines = ["| row (dtype/B×C×T) | " + " | ".join(f"{lb} µs" for lb in labels) + " |",
+             "|---|" + "---:|" * len(labels)]
+    for row in filter(long_row, rows):
+        cells = [f"{min(times[lb][row]):.1f}-{max(times[lb][row]):.1f}" for lb in labels]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    others = [r for r in rows if not long_row(r)]
+    base = labels[0]
+    for lb in labels[1:]:
+        gaps = [(min(times[lb][r]) / min(times[base][r]) - 1.0, r) for r in others]
+        slow, fast = max(gaps), min(gaps)
+        lines.append("")
+        lines.append(f"{lb} against {base}, lowest scan time of each of the other {len(others)} "
+                     f"scan rows: from {100 * fast[0]:+.1f}% ({fast[1]}) to {100 * slow[0]:+.1f}% "
+                     f"({slow[1]}).")
+    runs = {lb: sum(1 for s in specs if s.startswith(lb + "=")) for lb in labels}
+    lines += ["", "Runs: " + ", ".join(f"{lb} {runs[lb]}" for lb in labels) + "; files: " +
+              ", ".join(s.partition("=")[2] for s in specs) + "."]
+    return lines
+
+
 SWEEP = re.compile(r"^sweep/(copy|scan)/([^/]+)/S(\d+)_T(\d+)(/bwd)?$")
 LAUNCH_BOUND_US = 5.0  # a copy under this is launch-bound: the rule there is scan <= copy + 1 µs
 LAUNCH_SLACK_US = 1.0
@@ -310,6 +355,8 @@ def table(kind, files):
         return peers_table(files)
     if kind == "sweep" and files:
         return sweep_table(files)
+    if kind == "ab" and files:
+        return ab_table(files)
     if kind == "grid-forward" and files:
         return grid_table(files, False)
     if kind == "grid-backward" and files:
