@@ -13,7 +13,7 @@
 //
 // The instructions are CCCL's wrappers (cuda::ptx::*). Against the same instructions written as
 // inline PTX, the sm_90 SASS differs (other registers and scheduling) and the speed does not: the
-// long rows forward and backward within 0.5%, three paired runs each on the H200
+// long rows forward and backward within 0.5%, two and three interleaved runs on the H200
 // (bench/RESULTS.md, "Builds compared on one machine").
 #pragma once
 
