@@ -32,8 +32,8 @@ Kinds:
   ab SPEC...          an A/B of builds measured in one session, SPEC = LABEL=FILE (several
                       files per label: its runs): for the few-long-sequence rows (B·C <= 128,
                       T >= 2^20), each label's scan µs over its runs (lowest-highest); then, over
-                      every other scan row, the largest gap between the first label's lowest
-                      scan time and each other label's
+                      every other scan row, the range of each other label's lowest scan time
+                      against the first label's (+: slower than the first label)
   sweep FILE...       the cells of --ascan_sweep runs under target, per dtype and pass: the
                       lowest efficiency over the runs, with that run's scan and copy µs; where
                       that copy takes under 5 µs (launch-bound) the issue's rule there, scan
@@ -270,13 +270,13 @@ def ab_table(specs):
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     others = [r for r in rows if not long_row(r)]
     base = labels[0]
-    for lb in labels[1:]:
+    for lb in labels[1:] if others else []:
         gaps = [(min(times[lb][r]) / min(times[base][r]) - 1.0, r) for r in others]
         slow, fast = max(gaps), min(gaps)
         lines.append("")
         lines.append(f"{lb} against {base}, lowest scan time of each of the other {len(others)} "
-                     f"scan rows: from {100 * fast[0]:+.1f}% ({fast[1]}) to {100 * slow[0]:+.1f}% "
-                     f"({slow[1]}).")
+                     f"scan rows (+: {lb} slower): from {100 * fast[0]:+.1f}% ({fast[1]}) to "
+                     f"{100 * slow[0]:+.1f}% ({slow[1]}).")
     runs = {lb: sum(1 for s in specs if s.startswith(lb + "=")) for lb in labels}
     lines += ["", "Runs: " + ", ".join(f"{lb} {runs[lb]}" for lb in labels) + "; files: " +
               ", ".join(s.partition("=")[2] for s in specs) + "."]

@@ -186,7 +186,9 @@ struct ForwardProblem {
   /// sequence's last element in scan order reads it back and writes it, as stored, as the final
   /// state: a thread sees its own stores, so the final state is bitwise that output on every
   /// path, as a caller that chains calls over the chunks of a stream expects, and the tile's
-  /// store loops carry nothing for it.
+  /// store loops carry nothing for it. Needs a sequence of at least one element (hi > lo): calls
+  /// of length 0 return before any launch, and packed calls, whose sequences may be empty, take
+  /// the row path.
   template <int64_t kStride, int kCount>
   __device__ __forceinline__ void finish_stored(const Params& p, int64_t first) const {
     static_assert(kStride % kVec == 0, "vectors on the vector grid");
