@@ -7,6 +7,7 @@
 #include "bench_grid.cuh"
 #include "bench_harness.cuh"
 #include "bench_rows.cuh"
+#include "bench_tuning.cuh"
 
 #include <benchmark/benchmark.h>
 
@@ -42,21 +43,35 @@ std::string sweep_case_name(const Extent& shape, bool backward) {
          std::to_string(shape.length) + (backward ? "/bwd" : "");
 }
 
+/// The cells where both of the dispatch's paths are also timed, forced (sweep/path/ rows): few
+/// sequences of a few tiles or more, where the choice between one block per sequence and many
+/// blocks per sequence is made (the map's few-long-sequence corner).
+inline bool sweep_both_paths(const Extent& shape) {
+  return shape.sequences() <= 256 && shape.length >= 3000;
+}
+
 /// The rows of one cell in T: sweep/copy/<case> (the copy alone) and sweep/scan/<case>
 /// (ascan::scan or ascan::scan_backward, paired with its own copy), as the grid's copy and scan
-/// rows of the same shape would be.
+/// rows of the same shape would be; in the cells of sweep_both_paths also
+/// sweep/path/<case>/{one_block,multi_block}, each path forced (measure_path).
 template <class T>
 void register_sweep_case(const Extent& shape, bool backward) {
   const std::string case_name = sweep_case_name<T>(shape, backward);
   g_case_order.push_back("sweep/" + case_name);
-  auto add = [&](Op op, const char* prefix) {
-    register_row(std::string("sweep/") + prefix + "/" + case_name, [=](benchmark::State& st) {
-      run_row<T>(st, op, "sweep/" + case_name, shape, false, backward, false,
-                 [&](double* ms) { return measure_scan<T>(shape, false, backward, false, ms); });
+  auto add = [&](Op op, const std::string& name, int path_row) {
+    register_row(name, [=](benchmark::State& st) {
+      run_row<T>(st, op, "sweep/" + case_name, shape, false, backward, false, [&](double* ms) {
+        return op == Op::kPath ? measure_path<T>(shape, backward, path_row, ms)
+                               : measure_scan<T>(shape, false, backward, false, ms);
+      });
     });
   };
-  add(Op::kCopy, "copy");
-  add(backward ? Op::kBackward : Op::kScan, "scan");
+  add(Op::kCopy, "sweep/copy/" + case_name, -1);
+  add(backward ? Op::kBackward : Op::kScan, "sweep/scan/" + case_name, -1);
+  if (sweep_both_paths(shape)) {
+    add(Op::kPath, "sweep/path/" + case_name + "/one_block", 0);
+    add(Op::kPath, "sweep/path/" + case_name + "/multi_block", 1);
+  }
 }
 
 /// Every sweep row in T: the forward cells, then the backward cells.

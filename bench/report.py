@@ -34,6 +34,9 @@ Kinds:
                       T >= 2^20), each label's scan µs over its runs (lowest-highest); then, over
                       every other scan row, the range of each other label's lowest scan time
                       against the first label's (+: slower than the first label)
+  sweep-paths FILE... the --ascan_sweep cells where both paths were also timed forced
+                      (sweep/path/ rows): per dtype, pass and cell, the lowest efficiency over the
+                      runs of the dispatch's choice and of each path forced
   sweep FILE...       the cells of --ascan_sweep runs under target, per dtype and pass: the
                       lowest efficiency over the runs, with that run's scan and copy µs; where
                       that copy takes under 5 µs (launch-bound) the issue's rule there, scan
@@ -313,6 +316,38 @@ def sweep_cells(paths):
     return dict(sorted(cells.items(), key=lambda kv: rank(kv[0])))
 
 
+SWEEP_PATH = re.compile(r"^sweep/path/([^/]+)/S(\d+)_T(\d+)(/bwd)?/(one_block|multi_block)$")
+
+
+def sweep_paths_table(paths):
+    chosen = sweep_cells(paths)
+    forced = {}  # (dtype, pass) -> {(S, T): {path: lowest efficiency}}
+    for p in paths:
+        for b in load(p):
+            m = SWEEP_PATH.match(b["name"].split("/iterations")[0])
+            if not m or b.get("error_occurred"):
+                continue
+            key = (m.group(1), "backward" if m.group(4) else "forward")
+            cell = forced.setdefault(key, {}).setdefault((int(m.group(2)), int(m.group(3))), {})
+            cell[m.group(5)] = min(cell.get(m.group(5), 9.0), b["efficiency"])
+    if not forced:
+        raise SystemExit(f"report.py: no sweep/path rows in {paths}")
+    lines = ["| dtype, pass | S | T | dispatch (lowest) | one block per sequence | "
+             "multi-block | the faster forced path |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for key in chosen:
+        for (s, t), cell in sorted(forced.get(key, {}).items()):
+            auto = chosen[key].get((s, t))
+            one, multi = cell.get("one_block"), cell.get("multi_block")
+            best = "–" if one is None or multi is None else (
+                "one block" if one > multi else "multi-block")
+            fmt = lambda v: "–" if v is None else f"{v:.3f}"
+            lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt(auto[0] if auto else None)} | "
+                         f"{fmt(one)} | {fmt(multi)} | {best} |")
+    lines += ["", f"Lowest efficiency of {len(paths)} run(s): " + ", ".join(paths) + "."]
+    return lines
+
+
 def launch_ok(scan_us, copy_us):
     """For a launch-bound cell (copy under 5 µs): None otherwise, else scan <= copy + 1 µs."""
     if copy_us >= LAUNCH_BOUND_US:
@@ -357,6 +392,8 @@ def table(kind, files):
         return sweep_table(files)
     if kind == "ab" and files:
         return ab_table(files)
+    if kind == "sweep-paths" and files:
+        return sweep_paths_table(files)
     if kind == "grid-forward" and files:
         return grid_table(files, False)
     if kind == "grid-backward" and files:

@@ -57,6 +57,11 @@
 //
 //   sweep/{copy,scan}/<dtype>/S<S>_T<T>[/bwd]
 //
+// and, in the cells of at most 256 sequences of at least 3000 elements, where the dispatch
+// chooses between one block per sequence and many, each path forced (sweep_both_paths):
+//
+//   sweep/path/<dtype>/S<S>_T<T>[/bwd]/{one_block,multi_block}
+//
 // f16 is left out: the library's tables are keyed on the element size, so f16 runs bf16's
 // kernels (the grid keeps f16 on its seed rows only, for accelerated-scan's published figures).
 // `python3 bench/report.py --heatmaps FILE... --out DIR` draws one heatmap per dtype and pass.
