@@ -29,7 +29,7 @@ Kinds:
   peers SPEC...       python/bench/peers.py's table from its JSON runs, SPEC = FILE[:dtype:pass
                       [:min_T]]: the rows of FILE of that dtype and pass (fwd, fwdbwd) and T at
                       least min_T; a row measured in more than one SPEC comes from the first
-  ab SPEC...          an A/B of builds measured in one session, SPEC = LABEL=FILE (several
+  ab SPEC...          an A/B of builds measured on one machine, SPEC = LABEL=FILE (several
                       files per label: its runs): for the few-long-sequence rows (B·C <= 128,
                       T >= 2^20), each label's scan µs over its runs (lowest-highest); then, over
                       every other scan row, the range of each other label's lowest scan time
@@ -247,7 +247,7 @@ def peers_table(specs):
 
 
 def ab_table(specs):
-    labels, times = [], {}  # times[label][row] = [scan µs per run]
+    labels, times, runs = [], {}, {}  # times[label][row]: scan µs per run; runs[label]: files
     for spec in specs:
         label, _, path = spec.partition("=")
         if not path:
@@ -255,6 +255,7 @@ def ab_table(specs):
         if label not in times:
             labels.append(label)
             times[label] = {}
+        runs[label] = runs.get(label, 0) + 1
         for b in load(path):
             op, case, bwd = split(b["name"])
             if op != "scan" or b.get("error_occurred"):
@@ -280,7 +281,6 @@ def ab_table(specs):
         lines.append(f"{lb} against {base}, lowest scan time of each of the other {len(others)} "
                      f"scan rows (+: {lb} slower): from {100 * fast[0]:+.1f}% ({fast[1]}) to "
                      f"{100 * slow[0]:+.1f}% ({slow[1]}).")
-    runs = {lb: sum(1 for s in specs if s.startswith(lb + "=")) for lb in labels}
     lines += ["", "Runs: " + ", ".join(f"{lb} {runs[lb]}" for lb in labels) + "; files: " +
               ", ".join(s.partition("=")[2] for s in specs) + "."]
     return lines
@@ -332,6 +332,8 @@ def sweep_paths_table(paths):
             cell[m.group(5)] = min(cell.get(m.group(5), 9.0), b["efficiency"])
     if not forced:
         raise SystemExit(f"report.py: no sweep/path rows in {paths}")
+    def fmt(v):
+        return "–" if v is None else f"{v:.3f}"
     lines = ["| dtype, pass | S | T | dispatch (lowest) | one block per sequence | "
              "multi-block | the faster forced path |",
              "|---|---:|---:|---:|---:|---:|---|"]
@@ -341,7 +343,6 @@ def sweep_paths_table(paths):
             one, multi = cell.get("one_block"), cell.get("multi_block")
             best = "–" if one is None or multi is None else (
                 "one block" if one > multi else "multi-block")
-            fmt = lambda v: "–" if v is None else f"{v:.3f}"
             lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt(auto[0] if auto else None)} | "
                          f"{fmt(one)} | {fmt(multi)} | {best} |")
     lines += ["", f"Lowest efficiency of {len(paths)} run(s): " + ", ".join(paths) + "."]
