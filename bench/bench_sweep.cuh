@@ -50,10 +50,17 @@ inline bool sweep_both_paths(const Extent& shape) {
   return shape.sequences() <= 256 && shape.length >= 3000;
 }
 
+/// The cells where the flat kernel is also timed, forced against one block per sequence
+/// (sweep/path/ rows): lengths the flat kernel may take (FlatPolicy::max_length).
+inline bool sweep_flat(const Extent& shape) {
+  return shape.length <= ascan::detail::FlatTuning<4, false>::kPolicy.max_length;
+}
+
 /// The rows of one cell in T: sweep/copy/<case> (the copy alone) and sweep/scan/<case>
 /// (ascan::scan or ascan::scan_backward, paired with its own copy), as the grid's copy and scan
 /// rows of the same shape would be; in the cells of sweep_both_paths also
-/// sweep/path/<case>/{one_block,multi_block}, each path forced (measure_path).
+/// sweep/path/<case>/{one_block,multi_block}, and in those of sweep_flat
+/// sweep/path/<case>/{one_block,flat}, each path forced (measure_path).
 template <class T>
 void register_sweep_case(const Extent& shape, bool backward) {
   const std::string case_name = sweep_case_name<T>(shape, backward);
@@ -68,10 +75,10 @@ void register_sweep_case(const Extent& shape, bool backward) {
   };
   add(Op::kCopy, "sweep/copy/" + case_name, -1);
   add(backward ? Op::kBackward : Op::kScan, "sweep/scan/" + case_name, -1);
-  if (sweep_both_paths(shape)) {
-    add(Op::kPath, "sweep/path/" + case_name + "/one_block", 0);
-    add(Op::kPath, "sweep/path/" + case_name + "/multi_block", 1);
-  }
+  const bool flat = sweep_flat(shape);
+  if (sweep_both_paths(shape) || flat) add(Op::kPath, "sweep/path/" + case_name + "/one_block", 0);
+  if (sweep_both_paths(shape)) add(Op::kPath, "sweep/path/" + case_name + "/multi_block", 1);
+  if (flat) add(Op::kPath, "sweep/path/" + case_name + "/flat", 2);
 }
 
 /// Every sweep row in T: the forward cells, then the backward cells.

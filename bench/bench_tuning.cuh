@@ -136,11 +136,12 @@ using BackwardCandidates = std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
                                       LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
                                       LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>>;
 
-/// One path of the library's dispatch forced (row 0: one block per sequence, 1: multi-block),
-/// forward or backward, default tables.
+/// One path of the library's dispatch forced (row 0: one block per sequence, 1: multi-block,
+/// 2: the flat kernel), forward or backward, default tables.
 template <class T>
 std::string measure_path(const Extent& shape, bool backward, int row, double* ms) {
-  const auto path = row == 0 ? ascan::detail::Path::kOneBlock : ascan::detail::Path::kMultiBlock;
+  using ascan::detail::Path;
+  const Path path = row == 0 ? Path::kOneBlock : row == 1 ? Path::kMultiBlock : Path::kFlat;
   return with_direction<T>(backward, [&](auto dir) {
     using Dir = decltype(dir);
     const typename Dir::Args args = Dir::args(shape, false, false);

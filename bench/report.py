@@ -37,6 +37,10 @@ Kinds:
   sweep-paths FILE... the --ascan_sweep cells where both paths were also timed forced
                       (sweep/path/ rows): per dtype, pass and cell, the lowest efficiency over the
                       runs of the dispatch's choice and of each path forced
+  sweep-flat FILE...  the --ascan_sweep cells where the flat kernel was also timed forced
+                      (sweep/path/.../flat rows): per dtype, pass and cell, the lowest efficiency
+                      over the runs of the dispatch's choice, of one block per sequence and of
+                      the flat kernel forced, and flat over one block
   sweep FILE...       the cells of --ascan_sweep runs under target, per dtype and pass: the
                       lowest efficiency over the runs, with that run's scan and copy µs; where
                       that copy takes under 5 µs (launch-bound) the issue's rule there, scan
@@ -316,12 +320,13 @@ def sweep_cells(paths):
     return dict(sorted(cells.items(), key=lambda kv: rank(kv[0])))
 
 
-SWEEP_PATH = re.compile(r"^sweep/path/([^/]+)/S(\d+)_T(\d+)(/bwd)?/(one_block|multi_block)$")
+SWEEP_PATH = re.compile(
+    r"^sweep/path/([^/]+)/S(\d+)_T(\d+)(/bwd)?/(one_block|multi_block|flat)$")
 
 
-def sweep_paths_table(paths):
-    chosen = sweep_cells(paths)
-    forced = {}  # (dtype, pass) -> {(S, T): {path: lowest efficiency}}
+def forced_paths(paths):
+    """(dtype, pass) -> {(S, T): {path: lowest efficiency}} from the sweep/path/ rows."""
+    forced = {}
     for p in paths:
         for b in load(p):
             m = SWEEP_PATH.match(b["name"].split("/iterations")[0])
@@ -332,6 +337,12 @@ def sweep_paths_table(paths):
             cell[m.group(5)] = min(cell.get(m.group(5), 9.0), b["efficiency"])
     if not forced:
         raise SystemExit(f"report.py: no sweep/path rows in {paths}")
+    return forced
+
+
+def sweep_paths_table(paths):
+    chosen = sweep_cells(paths)
+    forced = forced_paths(paths)
     def fmt(v):
         return "–" if v is None else f"{v:.3f}"
     lines = ["| dtype, pass | S | T | dispatch (lowest) | one block per sequence | "
@@ -341,10 +352,34 @@ def sweep_paths_table(paths):
         for (s, t), cell in sorted(forced.get(key, {}).items()):
             auto = chosen[key].get((s, t))
             one, multi = cell.get("one_block"), cell.get("multi_block")
+            if multi is None:
+                continue
             best = "–" if one is None or multi is None else (
                 "one block" if one > multi else "multi-block")
             lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt(auto[0] if auto else None)} | "
                          f"{fmt(one)} | {fmt(multi)} | {best} |")
+    lines += ["", f"Lowest efficiency of {len(paths)} run(s): " + ", ".join(paths) + "."]
+    return lines
+
+
+def sweep_flat_table(paths):
+    """The cells where the flat kernel was timed forced against one block per sequence."""
+    chosen = sweep_cells(paths)
+    forced = forced_paths(paths)
+    def fmt(v):
+        return "–" if v is None else f"{v:.3f}"
+    lines = ["| dtype, pass | S | T | dispatch (lowest) | one block per sequence | flat | "
+             "flat / one block |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for key in chosen:
+        for (s, t), cell in sorted(forced.get(key, {}).items()):
+            one, flat = cell.get("one_block"), cell.get("flat")
+            if flat is None:
+                continue
+            auto = chosen[key].get((s, t))
+            ratio = "–" if one is None else f"{flat / one:.2f}"
+            lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt(auto[0] if auto else None)} | "
+                         f"{fmt(one)} | {fmt(flat)} | {ratio} |")
     lines += ["", f"Lowest efficiency of {len(paths)} run(s): " + ", ".join(paths) + "."]
     return lines
 
@@ -395,6 +430,8 @@ def table(kind, files):
         return ab_table(files)
     if kind == "sweep-paths" and files:
         return sweep_paths_table(files)
+    if kind == "sweep-flat" and files:
+        return sweep_flat_table(files)
     if kind == "grid-forward" and files:
         return grid_table(files, False)
     if kind == "grid-backward" and files:

@@ -10,12 +10,13 @@
 //     path), the one-block path's table row, the row path's scratch size.
 // It launches nothing and needs no GPU; CI also runs it under -fsanitize=address,undefined,
 // where any overflow or out-of-bounds access in that arithmetic stops it.
-#include <ascan/ascan.cuh>
 #include <gtest/gtest.h>
+#include <ascan/ascan.cuh>
 
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "validate_fuzz.hpp"
 
@@ -30,7 +31,8 @@ int64_t cases_per_test() {
 
 /// What a launch of an accepted, non-empty call computes on the host before it launches.
 template <class T, bool kBackward, class Args>
-void plan_accepted(const Args& args, const std::initializer_list<const std::optional<Strides>*>& own,
+void plan_accepted(const Args& args,
+                   const std::initializer_list<const std::optional<Strides>*>& own,
                    int64_t& planned) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
@@ -41,22 +43,36 @@ void plan_accepted(const Args& args, const std::initializer_list<const std::opti
     (void)detail::row_scratch_bytes<T, kBackward>(s.channels, s.batch * s.length, bytes);
     return;
   }
-  bool vector = false;
-  int64_t sequences = 0, length = 0, span = 0;
+  bool vector = false, flat = false;
+  int64_t sequences = 0, length = 0, span = 0, state_stride = 0;
   if constexpr (kBackward) {
     const auto p = detail::make_backward_params(args, vector);
     sequences = p.sequences;
     length = p.length;
     span = p.span_bound;
     (void)detail::select_policy<sizeof(T), detail::BackwardTuning<sizeof(T)>>(span);
+    flat = detail::flat_layout(p, state_stride);
   } else {
     const auto p = detail::make_params(args, vector);
     sequences = p.sequences;
     length = p.length;
     span = p.span_bound;
     (void)detail::select_policy<sizeof(T), detail::ScanTuning<sizeof(T)>>(span);
+    flat = detail::flat_layout(p, state_stride);
   }
   EXPECT_GE(span, length);
+  // The flat kernel's ranges: at least one sequence each, under 2^31 elements (its int32 offsets).
+  if (flat) {
+    constexpr detail::FlatPolicy F = detail::FlatTuning<sizeof(T), kBackward>::kPolicy;
+    using Table = std::conditional_t<kBackward, detail::BackwardTuning<sizeof(T)>,
+                                     detail::ScanTuning<sizeof(T)>>;
+    (void)detail::flat_pays<Table, sizeof(T)>(length, span, F);
+    for (const int sms : {1, 132, 1 << 20}) {
+      const int64_t per_block = detail::flat_sequences_per_block(sequences, length, F, sms);
+      EXPECT_GE(per_block, 1);
+      EXPECT_LE(per_block * length, int64_t{2147483647});
+    }
+  }
   for (const int sms : {1, 132, 1 << 20})
     for (const detail::Path path :
          {detail::Path::kAuto, detail::Path::kOneBlock, detail::Path::kMultiBlock}) {
@@ -97,13 +113,11 @@ void drive(bool backward, const char* name) {
       v = can_implement(a);
       q = scan(a, nullptr, bytes);
       if (v.ok() && !a.shape.empty())
-        plan_accepted<T, false>(a, {&a.gates_strides, &a.tokens_strides, &a.out_strides},
-                                planned);
+        plan_accepted<T, false>(a, {&a.gates_strides, &a.tokens_strides, &a.out_strides}, planned);
     }
-    const bool good =
-        v.ok() ? (q.ok() && bytes >= 1) || q.code == StatusCode::kCudaError ||
-                     q.code == StatusCode::kNotSupported
-               : q.code == v.code && bytes == 12345;
+    const bool good = v.ok() ? (q.ok() && bytes >= 1) || q.code == StatusCode::kCudaError ||
+                                   q.code == StatusCode::kNotSupported
+                             : q.code == v.code && bytes == 12345;
     if (!good) {
       ADD_FAILURE() << "case " << i << ": can_implement says \"" << v.message
                     << "\", the size query \"" << q.message << "\" (bytes " << bytes << ")\n  "

@@ -1215,6 +1215,91 @@ TYPED_TEST(LayoutTest, NonFiniteStaysInItsSequence) {
   run_cases<TypeParam>(cases);
 }
 
+/// The flat kernel forced (Via::kFlat) on time-contiguous calls: lengths from 1 to past a tile
+/// (4096 elements in 16-bit, 2048 in float), sequence counts from 1 to a few thousand, so that
+/// ranges hold one sequence, part of a tile or several tiles; every combination of states; both
+/// directions; a lead common to every array (vector path) and leads that differ (scalar path);
+/// in place; gates of every kind and non-finite inputs that must stay in their sequence.
+std::vector<Case> flat_cases(bool backward) {
+  constexpr std::tuple<int64_t, int64_t, int64_t> kShapes[] = {
+      {1, 1, 1},     {3, 5, 1},    {2, 37, 7},   {1, 1000, 33}, {4, 64, 100}, {1, 100, 300},
+      {2, 17, 1000}, {1, 3, 2047}, {1, 2, 5000}, {3, 1, 4100},  {1, 4096, 3}, {5, 7, 129}};
+  const int states = backward ? 8 : 4;
+  std::vector<Case> cases;
+  int i = 0;
+  for (auto [b, ch, t] : kShapes)
+    for (bool reverse : {false, true}) {
+      Case c = with_states(time_contiguous_case(backward, b, ch, t), i++ % states);
+      c.reverse = reverse;
+      c.via = Via::kFlat;
+      cases.push_back(c);
+    }
+  const int n = backward ? 5 : 3;
+  for (auto [b, ch, t] :
+       {std::tuple<int64_t, int64_t, int64_t>{2, 37, 7}, {1, 100, 300}, {1, 3, 2047}})
+    for (int lead : {3, -1}) {  // every array 3 elements on; each a different lead
+      Case c = with_states(time_contiguous_case(backward, b, ch, t), states - 1 - i++ % 2);
+      for (int k = 0; k < n; ++k) c.arrays[k].offset = lead > 0 ? lead : k + 1;
+      c.reverse = i % 2 == 0;
+      c.via = Via::kFlat;
+      cases.push_back(c);
+    }
+  for (bool reverse : {false, true}) {
+    Case c = with_states(time_contiguous_case(backward, 1, 300, 33), states - 1);
+    if (backward) {
+      c.arrays[kGradGates] = c.arrays[kStates];
+      c.arrays[kGradTokens] = c.arrays[kGradOut];
+    } else {
+      c.arrays[kOut] = c.arrays[kTokens];
+    }
+    c.label = "in place";
+    c.reverse = reverse;
+    c.via = Via::kFlat;
+    cases.push_back(c);
+    c = with_states(time_contiguous_case(backward, 2, 150, 13), states - 1);
+    c.edge_gates = true;
+    c.reverse = reverse;
+    c.via = Via::kFlat;
+    cases.push_back(c);
+    for (Gates g : {Gates::kZero, Gates::kOne, Gates::kNegative}) {
+      c = with_states(time_contiguous_case(backward, 1, 64, 100), states - 1);
+      c.gates = g;
+      c.reverse = reverse;
+      c.via = Via::kFlat;
+      cases.push_back(c);
+    }
+    // Non-finite inputs at a sequence's first and last steps and inside it, in sequences that
+    // share a tile and a vector with their neighbours (T = 5, 7 and 33).
+    for (int64_t t : {5, 7, 33}) {
+      c = with_states(time_contiguous_case(backward, 2, 40, t), states - 1);
+      const int b_in = backward ? kGradOut : kTokens;  // the sequence's b: tokens, or g
+      c.pokes = {{b_in, 0, 3, 0, kNaN},
+                 {kGates, 0, 9, t - 1, kInf},
+                 {b_in, 1, 20, t / 2, -kInf},
+                 {kGates, 1, 21, 0, kNaN},
+                 {b_in, 1, 39, t - 1, kNaN}};
+      c.reverse = reverse;
+      c.via = Via::kFlat;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+TYPED_TEST(LayoutTest, FlatTiles) { run_cases<TypeParam>(flat_cases(false)); }
+TYPED_TEST(LayoutTest, BackwardFlatTiles) { run_cases<TypeParam>(flat_cases(true)); }
+
+/// The flat kernel forced, run after run: bitwise the same outputs and states.
+TYPED_TEST(LayoutTest, FlatDeterministic) {
+  for (bool backward : {false, true}) {
+    Case c = with_states(time_contiguous_case(backward, 3, 1000, 77), backward ? 7 : 3);
+    c.gates = Gates::kNearOne;
+    c.via = Via::kFlat;
+    check_deterministic<TypeParam>(c, 3);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 TYPED_TEST(LayoutTest, PackedForward) { run_cases<TypeParam>(packed_cases(false, false)); }
 
 TYPED_TEST(LayoutTest, PackedReverse) { run_cases<TypeParam>(packed_cases(false, true)); }

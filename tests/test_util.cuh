@@ -407,6 +407,8 @@ enum class Via {
                          ///< (Path::kOneBlock: one block per chain, whatever the chains' count)
   kRowLookBack,          ///< the same, Path::kMultiBlock: the row path forced to look back, a
                          ///< time-contiguous call forced onto the multi-block path
+  kFlat,                 ///< the same, Path::kFlat: the flat kernel forced (time-contiguous
+                         ///< sequences back to back, many to a block)
 };
 
 inline const char* via_name(Via v) {
@@ -427,6 +429,8 @@ inline const char* via_name(Via v) {
       return "row path walking";
     case Via::kRowLookBack:
       return "row path looking back";
+    case Via::kFlat:
+      return "flat tiles";
   }
   return "?";
 }

@@ -88,8 +88,7 @@ void fill_row_shape(RowParams<T>& p, const Shape& s, const Packed& packed,
 
 /// The forward scan on the row path.
 template <class T>
-Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream,
-                 Path path) {
+Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream, Path path) {
   const Shape& s = args.shape;
   const bool packed = args.packed.active();
   RowParams<T> p{};
@@ -102,14 +101,16 @@ Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
   p.state_in = args.initial_state;
   p.state_out = args.final_state;
   const bool vector = row_vector_ok<T>(p.in[0], s.channels) &&
-                      row_vector_ok<T>(p.in[1], s.channels) && row_vector_ok<T>(p.out[0], s.channels);
+                      row_vector_ok<T>(p.in[1], s.channels) &&
+                      row_vector_ok<T>(p.out[0], s.channels);
   return run_rows<T, false>(p, args.reverse, vector, path, scratch, stream);
 }
 
 /// The forward scan with the scratch, path and tables given (the public overloads below, the
 /// tests and the benchmark all come here).
 template <class T, class Table = ScanTuning<sizeof(T)>,
-          class Lookback = LookbackTuning<sizeof(T), false>>
+          class Lookback = LookbackTuning<sizeof(T), false>,
+          class Flat = FlatTuning<sizeof(T), false>>
 Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream,
                  Path path = Path::kAuto) {
   static_assert(kIsScanType<T>, "ascan::scan takes float, double, __half or __nv_bfloat16");
@@ -119,11 +120,15 @@ Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
     return Status::success();
   }
   if (takes_row_path(args.shape, args.packed,
-                     {&args.gates_strides, &args.tokens_strides, &args.out_strides}))
+                     {&args.gates_strides, &args.tokens_strides, &args.out_strides})) {
+    if (path == Path::kFlat)
+      return Status::not_supported("the flat path is for time-contiguous sequences");
     return scan_rows(args, scratch, stream, path);
+  }
   bool vector = false;
   const ScanParams<T> p = make_params(args, vector);
-  return run<ForwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);
+  return run<ForwardProblem, FlatForward, T, Table, Lookback, Flat>(p, args.reverse, vector, path,
+                                                                    scratch, stream);
 }
 
 }  // namespace detail

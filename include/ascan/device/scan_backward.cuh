@@ -68,7 +68,8 @@ Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratc
 
 /// The backward pass with the scratch, path and tables given (see scan_with).
 template <class T, class Table = BackwardTuning<sizeof(T)>,
-          class Lookback = LookbackTuning<sizeof(T), true>>
+          class Lookback = LookbackTuning<sizeof(T), true>,
+          class Flat = FlatTuning<sizeof(T), true>>
 Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratch,
                           cudaStream_t stream, Path path = Path::kAuto) {
   static_assert(kIsScanType<T>,
@@ -80,11 +81,15 @@ Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratc
   }
   if (takes_row_path(args.shape, args.packed,
                      {&args.gates_strides, &args.states_strides, &args.grad_out_strides,
-                      &args.grad_gates_strides, &args.grad_tokens_strides}))
+                      &args.grad_gates_strides, &args.grad_tokens_strides})) {
+    if (path == Path::kFlat)
+      return Status::not_supported("the flat path is for time-contiguous sequences");
     return scan_backward_rows(args, scratch, stream, path);
+  }
   bool vector = false;
   const BackwardParams<T> p = make_backward_params(args, vector);
-  return run<BackwardProblem, T, Table, Lookback>(p, args.reverse, vector, path, scratch, stream);
+  return run<BackwardProblem, FlatBackward, T, Table, Lookback, Flat>(p, args.reverse, vector, path,
+                                                                      scratch, stream);
 }
 
 }  // namespace detail

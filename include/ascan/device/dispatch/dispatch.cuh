@@ -2,7 +2,10 @@
 //
 // Two paths:
 //   one block per sequence   the warp, block and chunked kernels, a row of the length table
-//                            (tuning.cuh); no scratch memory.
+//                            (tuning.cuh); no scratch memory. Where the sequences lie back to
+//                            back and are short enough that their row would leave its tiles
+//                            partly empty (flat_pays), the flat kernel instead: whole sequences
+//                            many to a block in full tiles (flat_kernels.cuh); no scratch.
 //   many blocks per sequence lookback_staged_kernel (lookback_kernel on the scalar path and
 //                            where bulk copies are not available), when there are too few
 //                            sequences to fill the GPU (LookbackPolicy::max_sequences_per_sm per
@@ -30,6 +33,7 @@
 
 #include "../agent/tile_lookback.cuh"
 #include "../status.cuh"
+#include "flat_kernels.cuh"
 #include "scan_kernels.cuh"
 #include "tuning.cuh"
 
@@ -38,7 +42,7 @@ namespace detail {
 
 /// Which path a call may take; kAuto is the library's choice, the others are for tests and the
 /// benchmark.
-enum class Path { kAuto, kOneBlock, kMultiBlock };
+enum class Path { kAuto, kOneBlock, kMultiBlock, kFlat };
 
 /// Where a call's scratch memory comes from.
 struct Scratch {
@@ -415,20 +419,40 @@ Status with_scratch(const Scratch& scratch, size_t bytes, cudaStream_t stream, L
 
 /// Runs a validated, non-empty call of `Problem<T, reverse, vector>`: plans it, handles its
 /// scratch as `scratch` says, and launches the path. `Table` is the one-block path's length
-/// table, `Lookback::kPolicy` the multi-block policy.
-template <template <class, bool, bool> class Problem, class T, class Table, class Lookback>
+/// table, `Lookback::kPolicy` the multi-block policy, `Flat::kPolicy` the flat kernel's
+/// (`FlatProblem` its problem), which replaces one block per sequence where flat_pays.
+template <template <class, bool, bool> class Problem,
+          template <class, bool, bool> class FlatProblem, class T, class Table, class Lookback,
+          class Flat>
 Status run(const typename Problem<T, false, false>::Params& p, bool reverse, bool vector, Path path,
            const Scratch& scratch, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  int64_t state_stride = 0;
+  const bool flat_fits =
+      (path == Path::kFlat || path == Path::kAuto) && flat_layout(p, state_stride);
+  if (path == Path::kFlat && !flat_fits)
+    return Status::not_supported(
+        "the flat path takes sequences that lie back to back in every array, states at one "
+        "stride per sequence, and at most 2^24 elements long");
   Plan plan;
-  if (Status st = make_plan<C, kVec, Lookback>(p.sequences, p.length, path,
-                                               scratch.mode != Scratch::kNone, plan);
-      !st.ok())
-    return st;
+  if (path != Path::kFlat) {
+    if (Status st = make_plan<C, kVec, Lookback>(p.sequences, p.length, path,
+                                                 scratch.mode != Scratch::kNone, plan);
+        !st.ok())
+      return st;
+  }
+  const bool flat =
+      path == Path::kFlat || (flat_fits && !plan.multi_block &&
+                              flat_pays<Table, sizeof(T)>(p.length, p.span_bound, Flat::kPolicy));
   return with_scratch(scratch, plan.bytes, stream, [&](void* workspace) {
     if (plan.multi_block)
       return launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan, stream);
+    if (flat) {
+      auto q = p;  // the kernel finds a sequence's states at one stride
+      q.state_channel_stride = state_stride;
+      return launch_flat<FlatProblem, T, Flat>(reverse, vector, q, stream);
+    }
     const int row = select_policy<sizeof(T), Table>(p.span_bound);
     return launch_scan_row<Problem, T, Table>(row, reverse, vector, p, stream);
   });

@@ -349,6 +349,31 @@ struct LookbackTuning {
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
 };
 
+/// The flat kernel (dispatch/flat_kernels.cuh): whole short sequences back to back in tiles of
+/// `threads` x `items` elements, a range of them per block.
+struct FlatPolicy {
+  int threads;
+  int items;       ///< elements per thread per tile (whole 16-byte vectors)
+  int min_blocks;  ///< blocks per multiprocessor the registers must allow
+  /// The most tiles a block walks, and the blocks per multiprocessor its sizing counts on: a call
+  /// of fewer than max_tiles_per_block tiles per resident block takes fewer tiles a block.
+  int max_tiles_per_block;
+  int blocks_per_sm;
+  /// The library takes the flat kernel for sequences of at most `max_length` elements whose
+  /// one-block row fills less than `below_fill` of the tiles it walks (flat_pays).
+  int64_t max_length;
+  double below_fill;
+  constexpr int64_t tile() const { return int64_t(threads) * items; }
+};
+
+/// The flat kernel's policies. Not yet taken by the library's dispatch (below_fill 0): reached
+/// only where a call forces it (Path::kFlat, tests and benchmark rows) until its crossover with
+/// the one-block rows is measured.
+template <int kBytes, bool kBackward>
+struct FlatTuning {
+  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 4096, 0.0};
+};
+
 /// Index of the row of `Table` that scans sequences of `span` elements.
 template <int kBytes, class Table = ScanTuning<kBytes>>
 constexpr int select_policy(int64_t span) {

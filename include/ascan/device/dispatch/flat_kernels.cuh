@@ -1,0 +1,163 @@
+// ascan/device/dispatch/flat_kernels.cuh: the flat kernel, many short sequences to a block
+// (device/agent/flat_tiles.cuh), and the host rule that takes it.
+//
+// A block scans a range of whole sequences, so no state crosses from one block to another: no
+// look-back, no scratch memory, and bitwise the same result run after run. The range is walked
+// in tiles of FlatPolicy::tile() elements, the next tile's loads in flight while the current one
+// is scanned (as the chunked kernel does), with FlatPolicy::max_tiles_per_block tiles a block at
+// most: fewer where the call is small, so that the grid still fills the GPU.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "../agent/flat_tiles.cuh"
+#include "../status.cuh"
+#include "scan_kernels.cuh"
+#include "tuning.cuh"
+
+namespace ascan {
+namespace detail {
+
+/// Flat kernel: range `range` of `per_block` sequences (grid-stride over `ranges` ranges), walked
+/// tile by tile in scan order; a thread holds kItems / kVec vectors of each tile, striped across
+/// the block (each warp-wide access one contiguous stretch).
+template <class Problem, int kThreads, int kItems, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
+    flat_kernel(const typename Problem::Params p, const int64_t per_block, const int64_t ranges,
+                const FastDivisor length) {
+  using C = typename Problem::C;
+  constexpr bool kReverse = Problem::kReverse;
+  constexpr int kVec = Problem::kVec;
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kRuns = kItems / kVec;
+  constexpr int64_t kRun = int64_t(kThreads) * kVec;
+  constexpr int64_t kTile = kRun * kRuns;
+  using Scan = SegmentBlockScan<C, kThreads, kReverse, kRuns>;
+  __shared__ typename Scan::TempStorage storage;
+  Scan scan(storage);
+  const int rank = static_cast<int>(threadIdx.x);
+  const int64_t lead = Problem::lead(p);
+
+  for (int64_t range = blockIdx.x; range < ranges; range += gridDim.x) {
+    FlatRange r;
+    r.first = range * per_block;
+    r.count = per_block < p.sequences - r.first ? per_block : p.sequences - r.first;
+    r.lo = lead + r.first * p.length;
+    r.hi = r.lo + r.count * p.length;
+    const auto n = static_cast<int32_t>(r.hi - r.lo);  // the host keeps ranges under 2^31
+    const Problem problem = Problem::at(p, r);
+    const int64_t origin = r.lo - r.lo % kVec;  // on the vector grid
+    const int64_t tiles = ceil_div(r.hi - origin, kTile);
+    const auto lead_in = static_cast<int32_t>(origin - r.lo);  // -(kVec - 1) .. 0
+    // Grid position of this thread's vector in run j of the k-th tile in scan order.
+    const auto position = [&](int64_t k, int j) {
+      return origin + (kReverse ? tiles - 1 - k : k) * kTile + j * kRun + int64_t(rank) * kVec;
+    };
+
+    typename Problem::Loaded loaded[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(0, j));
+    C carry = C(0);  // the range's first element in scan order starts a sequence
+#pragma unroll 1
+    for (int64_t k = 0; k < tiles; ++k) {
+      typename Problem::Work work[kRuns];
+      FlatMarks marks[kRuns];
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) {
+        const int64_t v = position(k, j);
+        const auto rel =
+            static_cast<int32_t>((kReverse ? tiles - 1 - k : k) * kTile + j * kRun + rank * kVec) +
+            lead_in;
+        marks[j] = flat_marks<kVec, kReverse>(rel, n, length);
+        problem.convert(loaded[j], v, marks[j], p, work[j]);
+      }
+      if (k + 1 < tiles) {  // the next tile's loads go out before this one's scan
+#pragma unroll
+        for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(k + 1, j));
+      }
+      Segment<C> aggregate[kRuns];
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j)
+        aggregate[j] = segment_reduce<kReverse>(work[j].a, work[j].b, marks[j].first);
+      C incoming[kRuns];
+      scan.scan_state(aggregate, incoming, carry);
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) {
+        segment_scan<kReverse>(incoming[j], work[j].a, work[j].b, marks[j].first);
+        problem.store(work[j], position(k, j), marks[j], p);
+      }
+    }
+  }
+}
+
+/// Whether a call's sequences lie back to back in every array (element (s, t) of each array at
+/// s * length + t from its pointer) and its states at one stride per sequence: the layouts the
+/// flat kernel reads. `state_stride` gets that stride.
+template <class Params>
+bool flat_layout(const Params& p, int64_t& state_stride) {
+  const int64_t batch = p.sequences / p.channels;
+  const bool dense = (p.channels == 1 || p.channel_stride == p.length) &&
+                     (batch == 1 || p.batch_stride == p.channels * p.length);
+  const bool states =
+      p.channels == 1 || batch == 1 || p.state_batch_stride == p.channels * p.state_channel_stride;
+  state_stride = p.channels == 1 ? p.state_batch_stride : p.state_channel_stride;
+  return dense && states && p.length <= (int64_t{1} << 24);
+}
+
+/// Whether the library takes the flat kernel for a call (one block per sequence otherwise; the
+/// multi-block path is planned first): sequences no longer than F.max_length whose one-block row
+/// of `Table` fills less than F.below_fill of the tiles it walks.
+template <class Table, int kBytes>
+bool flat_pays(int64_t length, int64_t span, const FlatPolicy& F) {
+  if (length > F.max_length) return false;
+  const ScanPolicy row = Table::kPolicies[select_policy<kBytes, Table>(span)];
+  const int64_t tiles = row.kind == KernelKind::kChunked ? ceil_div(span, row.tile()) : 1;
+  return double(length) < F.below_fill * double(tiles * row.tile());
+}
+
+/// Sequences per block: as many as fill `tiles` tiles, where `tiles` is what spreads the call's
+/// tiles over the multiprocessors' resident blocks, between 1 and F.max_tiles_per_block.
+inline int64_t flat_sequences_per_block(int64_t sequences, int64_t length, const FlatPolicy& F,
+                                        int sms) {
+  const int64_t tile = F.tile();
+  const int64_t total = ceil_div(sequences * length, tile);
+  const int64_t resident = int64_t(sms > 0 ? sms : 1) * F.blocks_per_sm;
+  int64_t tiles = total / resident;
+  if (tiles < 1) tiles = 1;
+  if (tiles > F.max_tiles_per_block) tiles = F.max_tiles_per_block;
+  const int64_t per_block = tiles * tile / length;
+  return per_block > 1 ? per_block : 1;
+}
+
+/// Launches the flat kernel of `Problem` with policy F = Flat::kPolicy on `sms` multiprocessors.
+template <class Problem, class Flat>
+cudaError_t launch_flat(const typename Problem::Params& p, int sms, cudaStream_t stream) {
+  constexpr FlatPolicy F = Flat::kPolicy;
+  constexpr int kMinBlocks = Problem::kVec > 1 ? F.min_blocks : 1;
+  const int64_t per_block = flat_sequences_per_block(p.sequences, p.length, F, sms);
+  const int64_t ranges = ceil_div(p.sequences, per_block);
+  constexpr int64_t kMaxGrid = 2147483647;  // the grid-stride loop covers the rest
+  return launch_kernel(&flat_kernel<Problem, F.threads, F.items, kMinBlocks>,
+                       ranges < kMaxGrid ? ranges : kMaxGrid, F.threads, 0, stream, p, per_block,
+                       ranges, FastDivisor::of(static_cast<uint32_t>(p.length)));
+}
+
+/// launch_flat for `Problem<T, reverse, vector>` on the current device.
+template <template <class, bool, bool> class Problem, class T, class Flat>
+cudaError_t launch_flat(bool reverse, bool vector,
+                        const typename Problem<T, false, false>::Params& p, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return e;
+  if (reverse)
+    return vector ? launch_flat<Problem<T, true, true>, Flat>(p, sms, stream)
+                  : launch_flat<Problem<T, true, false>, Flat>(p, sms, stream);
+  return vector ? launch_flat<Problem<T, false, true>, Flat>(p, sms, stream)
+                : launch_flat<Problem<T, false, false>, Flat>(p, sms, stream);
+}
+
+}  // namespace detail
+}  // namespace ascan
