@@ -5,7 +5,8 @@
 //                            (tuning.cuh); no scratch memory. Where the sequences lie back to
 //                            back and are short enough that their row would leave its tiles
 //                            partly empty (flat_pays), the flat kernel instead: whole sequences
-//                            many to a block in full tiles (flat_kernels.cuh); no scratch.
+//                            many to a block in full tiles (flat_kernels.cuh); no scratch. Not
+//                            taken yet (FlatTuning's below_fill is 0): only Path::kFlat runs it.
 //   many blocks per sequence lookback_staged_kernel (lookback_kernel on the scalar path and
 //                            where bulk copies are not available), when there are too few
 //                            sequences to fill the GPU (LookbackPolicy::max_sequences_per_sm per
