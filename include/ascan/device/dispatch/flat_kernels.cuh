@@ -98,10 +98,15 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
 template <class Params>
 bool flat_layout(const Params& p, int64_t& state_stride) {
   const int64_t batch = p.sequences / p.channels;
+  // x == n * m without forming a product that may overflow (strides can be anything valid)
+  const auto is_product = [](int64_t x, int64_t n, int64_t m) {
+    int64_t product = 0;
+    return !__builtin_mul_overflow(n, m, &product) && product == x;
+  };
   const bool dense = (p.channels == 1 || p.channel_stride == p.length) &&
-                     (batch == 1 || p.batch_stride == p.channels * p.length);
-  const bool states =
-      p.channels == 1 || batch == 1 || p.state_batch_stride == p.channels * p.state_channel_stride;
+                     (batch == 1 || is_product(p.batch_stride, p.channels, p.length));
+  const bool states = p.channels == 1 || batch == 1 ||
+                      is_product(p.state_batch_stride, p.channels, p.state_channel_stride);
   state_stride = p.channels == 1 ? p.state_batch_stride : p.state_channel_stride;
   return dense && states && p.length <= (int64_t{1} << 24);
 }
@@ -122,9 +127,11 @@ bool flat_pays(int64_t length, int64_t span, const FlatPolicy& F) {
 inline int64_t flat_sequences_per_block(int64_t sequences, int64_t length, const FlatPolicy& F,
                                         int sms) {
   const int64_t tile = F.tile();
-  const int64_t total = ceil_div(sequences * length, tile);
+  const double total = double(sequences) * double(length) / double(tile);  // no overflow
   const int64_t resident = int64_t(sms > 0 ? sms : 1) * F.blocks_per_sm;
-  int64_t tiles = total / resident;
+  int64_t tiles = total / double(resident) < double(F.max_tiles_per_block)
+                      ? static_cast<int64_t>(total / double(resident))
+                      : F.max_tiles_per_block;
   if (tiles < 1) tiles = 1;
   if (tiles > F.max_tiles_per_block) tiles = F.max_tiles_per_block;
   const int64_t per_block = tiles * tile / length;
