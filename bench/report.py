@@ -324,6 +324,11 @@ SWEEP_PATH = re.compile(
     r"^sweep/path/([^/]+)/S(\d+)_T(\d+)(/bwd)?/(one_block|multi_block|flat)$")
 
 
+def fmt_efficiency(v):
+    """An efficiency to three places, or a dash where the row was not measured."""
+    return "–" if v is None else f"{v:.3f}"
+
+
 def forced_paths(paths):
     """(dtype, pass) -> {(S, T): {path: lowest efficiency}} from the sweep/path/ rows."""
     forced = {}
@@ -343,8 +348,6 @@ def forced_paths(paths):
 def sweep_paths_table(paths):
     chosen = sweep_cells(paths)
     forced = forced_paths(paths)
-    def fmt(v):
-        return "–" if v is None else f"{v:.3f}"
     lines = ["| dtype, pass | S | T | dispatch (lowest) | one block per sequence | "
              "multi-block | the faster forced path |",
              "|---|---:|---:|---:|---:|---:|---|"]
@@ -356,8 +359,8 @@ def sweep_paths_table(paths):
                 continue
             best = "–" if one is None or multi is None else (
                 "one block" if one > multi else "multi-block")
-            lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt(auto[0] if auto else None)} | "
-                         f"{fmt(one)} | {fmt(multi)} | {best} |")
+            lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt_efficiency(auto[0] if auto else None)} | "
+                         f"{fmt_efficiency(one)} | {fmt_efficiency(multi)} | {best} |")
     lines += ["", f"Lowest efficiency of {len(paths)} run(s): " + ", ".join(paths) + "."]
     return lines
 
@@ -366,8 +369,6 @@ def sweep_flat_table(paths):
     """The cells where the flat kernel was timed forced against one block per sequence."""
     chosen = sweep_cells(paths)
     forced = forced_paths(paths)
-    def fmt(v):
-        return "–" if v is None else f"{v:.3f}"
     lines = ["| dtype, pass | S | T | dispatch (lowest) | one block per sequence | flat | "
              "flat / one block |",
              "|---|---:|---:|---:|---:|---:|---:|"]
@@ -378,8 +379,8 @@ def sweep_flat_table(paths):
                 continue
             auto = chosen[key].get((s, t))
             ratio = "–" if one is None else f"{flat / one:.2f}"
-            lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt(auto[0] if auto else None)} | "
-                         f"{fmt(one)} | {fmt(flat)} | {ratio} |")
+            lines.append(f"| {key[0]} {key[1]} | {s} | {t} | {fmt_efficiency(auto[0] if auto else None)} | "
+                         f"{fmt_efficiency(one)} | {fmt_efficiency(flat)} | {ratio} |")
     lines += ["", f"Lowest efficiency of {len(paths)} run(s): " + ", ".join(paths) + "."]
     return lines
 
