@@ -64,10 +64,8 @@ void plan_accepted(const Args& args,
   // The flat kernel's ranges: at least one sequence each, under 2^31 elements (its int32 offsets).
   if (flat) {
     constexpr detail::FlatPolicy F = detail::FlatTuning<sizeof(T), kBackward>::kPolicy;
-    using Table = std::conditional_t<kBackward, detail::BackwardTuning<sizeof(T)>,
-                                     detail::ScanTuning<sizeof(T)>>;
-    (void)detail::flat_pays<Table, sizeof(T)>(length, span, F);
     for (const int sms : {1, 132, 1 << 20}) {
+      (void)detail::flat_pays(sequences, length, sms, F);
       const int64_t per_block = detail::flat_sequences_per_block(sequences, length, F, sms);
       EXPECT_GE(per_block, 1);
       EXPECT_LE(per_block * length, int64_t{2147483647});
@@ -141,3 +139,40 @@ TEST(HostPath, BackwardBfloat16) { drive<__nv_bfloat16>(true, "backward bfloat16
 
 }  // namespace
 }  // namespace ascan::fuzz
+
+// The flat kernel's sizing ends the grid on whole waves of resident blocks: the tiles its waves
+// walk one after another stay within 15% (and one tile) of an even spread of the call's tiles
+// over every resident block, on the sweep's cells where the flat kernel runs and around them.
+TEST(HostPath, FlatRangesFillWholeWaves) {
+  for (const int bytes : {2, 4}) {
+    const ascan::detail::FlatPolicy F = bytes == 2 ? ascan::detail::FlatTuning<2, false>::kPolicy
+                                                   : ascan::detail::FlatTuning<4, false>::kPolicy;
+    const int sms = 132;
+    const double resident = double(sms) * F.blocks_per_sm;
+    for (const int64_t sequences : {1024, 4096, 16384, 33000, 65536, 262144})
+      for (const int64_t length : {1, 7, 33, 100, 300, 700, 1500, 2048, 3000}) {
+        SCOPED_TRACE("bytes " + std::to_string(bytes) + ", " + std::to_string(sequences) + " x " +
+                     std::to_string(length));
+        const int64_t per_block =
+            ascan::detail::flat_sequences_per_block(sequences, length, F, sms);
+        ASSERT_GE(per_block, 1);
+        const int64_t blocks = (sequences + per_block - 1) / per_block;
+        const int64_t waves = (blocks + int64_t(resident) - 1) / int64_t(resident);
+        const int64_t walked = waves * ((per_block * length + F.tile() - 1) / F.tile());
+        const double even = double(sequences) * double(length) / double(F.tile()) / resident;
+        EXPECT_LE(double(walked), 1.15 * even + 1.0)
+            << per_block << " a block, " << blocks << " blocks";
+        EXPECT_LE(per_block * length, (F.max_tiles_per_block + 4) * F.tile() + length);
+      }
+  }
+}
+
+// The rule that takes the flat kernel: short sequences, many per multiprocessor.
+TEST(HostPath, FlatRule) {
+  const ascan::detail::FlatPolicy F = ascan::detail::FlatTuning<4, false>::kPolicy;
+  EXPECT_TRUE(ascan::detail::flat_pays(65536, 1, 132, F));
+  EXPECT_TRUE(ascan::detail::flat_pays(65536, 1500, 132, F));
+  EXPECT_FALSE(ascan::detail::flat_pays(65536, 3000, 132, F));
+  EXPECT_FALSE(ascan::detail::flat_pays(16384, 100, 132, F));
+  EXPECT_TRUE(ascan::detail::flat_pays(16384, 100, 32, F));  // a smaller GPU fills with fewer
+}

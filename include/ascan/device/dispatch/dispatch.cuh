@@ -443,16 +443,27 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
         !st.ok())
       return st;
   }
+  // The flat kernel's rule needs the multiprocessor count; asked only where the rest allows it.
+  int sms = 0;
+  if (flat_fits && !plan.multi_block &&
+      (path == Path::kFlat || p.length <= Flat::kPolicy.max_length)) {
+    int device = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess) {
+      clear_our_error(e);
+      return Status::cuda_error(e);
+    }
+  }
   const bool flat =
-      path == Path::kFlat || (flat_fits && !plan.multi_block &&
-                              flat_pays<Table, sizeof(T)>(p.length, p.span_bound, Flat::kPolicy));
+      path == Path::kFlat || (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy));
   return with_scratch(scratch, plan.bytes, stream, [&](void* workspace) {
     if (plan.multi_block)
       return launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan, stream);
     if (flat) {
       auto q = p;  // the kernel finds a sequence's states at one stride
       q.state_channel_stride = state_stride;
-      return launch_flat<FlatProblem, T, Flat>(reverse, vector, q, stream);
+      return launch_flat<FlatProblem, T, Flat>(reverse, vector, q, sms, stream);
     }
     const int row = select_policy<sizeof(T), Table>(p.span_bound);
     return launch_scan_row<Problem, T, Table>(row, reverse, vector, p, stream);

@@ -4,12 +4,14 @@
 // A block scans a range of whole sequences, so no state crosses from one block to another: no
 // look-back, no scratch memory, and bitwise the same result run after run. The range is walked
 // in tiles of FlatPolicy::tile() elements, the next tile's loads in flight while the current one
-// is scanned (as the chunked kernel does), with FlatPolicy::max_tiles_per_block tiles a block at
-// most: fewer where the call is small, so that the grid still fills the GPU.
+// is scanned (as the chunked kernel does), with about FlatPolicy::max_tiles_per_block tiles a block
+// at most: fewer where the call is small, so that the grid still fills the GPU, and as many as
+// end the grid on a full wave of resident blocks (flat_sequences_per_block).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "../agent/flat_tiles.cuh"
@@ -111,31 +113,49 @@ bool flat_layout(const Params& p, int64_t& state_stride) {
   return dense && states && p.length <= (int64_t{1} << 24);
 }
 
-/// Whether the library takes the flat kernel for a call (one block per sequence otherwise; the
-/// multi-block path is planned first): sequences no longer than F.max_length whose one-block row
-/// of `Table` fills less than F.below_fill of the tiles it walks.
-template <class Table, int kBytes>
-bool flat_pays(int64_t length, int64_t span, const FlatPolicy& F) {
-  if (length > F.max_length) return false;
-  const ScanPolicy row = Table::kPolicies[select_policy<kBytes, Table>(span)];
-  const int64_t tiles = row.kind == KernelKind::kChunked ? ceil_div(span, row.tile()) : 1;
-  return double(length) < F.below_fill * double(tiles * row.tile());
+/// Whether the library takes the flat kernel for a call of `sequences` sequences of `length`
+/// elements on `sms` multiprocessors (one block per sequence otherwise; the multi-block path is
+/// planned first): sequences no longer than F.max_length, at least F.min_sequences_per_sm of them
+/// per multiprocessor. There one block per sequence launches blocks that each hold only a few
+/// tiles' work, and their launch and ramp-up, not the memory, set the pace.
+inline bool flat_pays(int64_t sequences, int64_t length, int sms, const FlatPolicy& F) {
+  return length <= F.max_length &&
+         double(sequences) >= F.min_sequences_per_sm * double(sms > 0 ? sms : 1);
 }
 
-/// Sequences per block: as many as fill `tiles` tiles, where `tiles` is what spreads the call's
-/// tiles over the multiprocessors' resident blocks, between 1 and F.max_tiles_per_block.
+/// Sequences per block. Blocks of equal work retire in waves of F.blocks_per_sm per
+/// multiprocessor, and a last wave only partly filled leaves multiprocessors idle for a whole
+/// block's time (up to F.max_tiles_per_block tiles). So the count is chosen, among those that
+/// spread the call evenly over the fewest whole waves that keep blocks within
+/// F.max_tiles_per_block tiles and over up to three waves more, as the one whose waves walk the
+/// fewest tiles one after another, the larger on a tie. A block takes at least a tile's worth of
+/// sequences (a call that small is launch-bound: fewer would only leave lanes idle).
 inline int64_t flat_sequences_per_block(int64_t sequences, int64_t length, const FlatPolicy& F,
                                         int sms) {
   const int64_t tile = F.tile();
-  const double total = double(sequences) * double(length) / double(tile);  // no overflow
   const int64_t resident = int64_t(sms > 0 ? sms : 1) * F.blocks_per_sm;
-  int64_t tiles = total / double(resident) < double(F.max_tiles_per_block)
-                      ? static_cast<int64_t>(total / double(resident))
-                      : F.max_tiles_per_block;
-  if (tiles < 1) tiles = 1;
-  if (tiles > F.max_tiles_per_block) tiles = F.max_tiles_per_block;
-  const int64_t per_block = tiles * tile / length;
-  return per_block > 1 ? per_block : 1;
+  const int64_t least = tile / length > 1 ? tile / length : 1;
+  const double tiles = double(sequences) * double(length) / double(tile);  // no overflow
+  const double fewest = std::ceil(tiles / (double(resident) * F.max_tiles_per_block));
+  int64_t best = least;
+  double best_cost = -1;
+  for (int extra = 0; extra < 4; ++extra) {
+    const double waves = (fewest > 1 ? fewest : 1) + extra;
+    int64_t per_block =
+        static_cast<int64_t>(std::ceil(double(sequences) / (double(resident) * waves)));
+    if (per_block < least) per_block = least;
+    const double blocks = std::ceil(double(sequences) / double(per_block));
+    // the slowest wave: whole waves of blocks, each walking its range's tiles one after another
+    const double cost = std::ceil(blocks / double(resident)) *
+                        std::ceil(double(per_block) * double(length) / double(tile));
+    if (best_cost < 0 || cost < best_cost || (cost == best_cost && per_block > best)) {
+      best = per_block;
+      best_cost = cost;
+    }
+  }
+  // a range's elements are counted in int32 (flat_layout bounds the length by 2^24)
+  const int64_t most = (int64_t{1} << 30) / length;
+  return best < most ? best : (most > 1 ? most : 1);
 }
 
 /// Launches the flat kernel of `Problem` with policy F = Flat::kPolicy on `sms` multiprocessors.
@@ -151,14 +171,11 @@ cudaError_t launch_flat(const typename Problem::Params& p, int sms, cudaStream_t
                        ranges, FastDivisor::of(static_cast<uint32_t>(p.length)));
 }
 
-/// launch_flat for `Problem<T, reverse, vector>` on the current device.
+/// launch_flat for `Problem<T, reverse, vector>` on a device of `sms` multiprocessors.
 template <template <class, bool, bool> class Problem, class T, class Flat>
 cudaError_t launch_flat(bool reverse, bool vector,
-                        const typename Problem<T, false, false>::Params& p, cudaStream_t stream) {
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) return e;
+                        const typename Problem<T, false, false>::Params& p, int sms,
+                        cudaStream_t stream) {
   if (reverse)
     return vector ? launch_flat<Problem<T, true, true>, Flat>(p, sms, stream)
                   : launch_flat<Problem<T, true, false>, Flat>(p, sms, stream);

@@ -359,19 +359,24 @@ struct FlatPolicy {
   /// of fewer than max_tiles_per_block tiles per resident block takes fewer tiles a block.
   int max_tiles_per_block;
   int blocks_per_sm;
-  /// The library takes the flat kernel for sequences of at most `max_length` elements whose
-  /// one-block row fills less than `below_fill` of the tiles it walks (flat_pays).
+  /// The library takes the flat kernel for sequences of at most `max_length` elements, at least
+  /// `min_sequences_per_sm` of them per multiprocessor (flat_pays).
   int64_t max_length;
-  double below_fill;
+  double min_sequences_per_sm;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
-/// The flat kernel's policies. Not yet taken by the library's dispatch (below_fill 0): reached
-/// only where a call forces it (Path::kFlat, tests and benchmark rows) until its crossover with
-/// the one-block rows is measured.
+/// The flat kernel's policies: 128 threads x one 16-byte vector, up to 8 tiles a block, 8 blocks
+/// per multiprocessor (the best or near it of six shapes probed on 13 cells of the sweep,
+/// results/flat_variants_d506904.txt). Taken for sequences of at most 2048 elements, at least
+/// 256 of them per multiprocessor. Forced against one block per sequence over the sweep
+/// (results/sweep_flat_d506904_run*.json), it was faster on every cell of 65536 sequences up to
+/// 1500 elements, f32 and bf16, forward and backward (1500: by 2-16%), and slower at 3000 (by
+/// 2-19%); at 16384 sequences it won and lost by up to 30% about equally, and the sweep has no
+/// count in between. Below that, calls are too small to tell the two apart.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
-  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 4096, 0.0};
+  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
