@@ -1300,6 +1300,53 @@ TYPED_TEST(LayoutTest, FlatDeterministic) {
   }
 }
 
+/// Packed (C, total) calls as the flat kernel takes them (the library's choice): windows of
+/// one to eight tiles, so the long sequences cross many windows (their blocks walk past them) and
+/// runs of empty and one-element sequences fill others; arrays off the 16-byte grid alike (the
+/// vector path, one lead for all) or apart (the scalar path); rows padded past total; both
+/// offset types; every combination of states.
+std::vector<Case> packed_flat_cases(bool backward, bool reverse) {
+  std::vector<Case> cases;
+  int i = reverse ? 1 : 0;
+  const std::vector<int64_t> runs = {0, 1, 1, 0, 0, 2, 1, 5000, 1, 0, 3, 9000, 0};
+  std::vector<int64_t> ones(3000, 1);
+  ones.push_back(20000);
+  ones.push_back(0);
+  for (const std::vector<int64_t>& lengths :
+       {runs, ones, std::vector<int64_t>{70000}, std::vector<int64_t>{7, 300, 4096, 1, 513}})
+    for (int64_t ch : {1, 7, 64, 300}) {
+      int64_t total = 0;
+      for (int64_t n : lengths) total += n;
+      if (total * ch > 4000000) continue;
+      for (int variant = 0; variant < 3; ++variant) {
+        Case c = with_states(packed_case(backward, ch, lengths, false, i % 2 == 1),
+                             i % (backward ? 8 : 4));
+        c.reverse = reverse;
+        c.gates = kAllGates[i % 5];
+        c.own_stream = i % 3 == 2;
+        if (variant == 1) {  // every array one element off the grid: the vector path
+          for (ArrayView& v : c.arrays) v.offset = 1;
+          c.label += ", all 1 element off the grid";
+        } else if (variant == 2) {  // padded rows, arrays apart: the scalar path
+          const Strides padded{ch * (total + 5), total + 5, 1};
+          c.shape_strides = padded;
+          for (int k = 0; k < kMaxArrays; ++k) c.arrays[k] = ArrayView{k, k % 2, padded, false};
+          c.label += ", rows of total + 5, arrays apart on the grid";
+        }
+        ++i;
+        cases.push_back(c);
+      }
+    }
+  return cases;
+}
+
+TYPED_TEST(LayoutTest, PackedFlat) { run_cases<TypeParam>(packed_flat_cases(false, false)); }
+TYPED_TEST(LayoutTest, PackedFlatReverse) { run_cases<TypeParam>(packed_flat_cases(false, true)); }
+TYPED_TEST(LayoutTest, BackwardPackedFlat) { run_cases<TypeParam>(packed_flat_cases(true, false)); }
+TYPED_TEST(LayoutTest, BackwardPackedFlatReverse) {
+  run_cases<TypeParam>(packed_flat_cases(true, true));
+}
+
 TYPED_TEST(LayoutTest, PackedForward) { run_cases<TypeParam>(packed_cases(false, false)); }
 
 TYPED_TEST(LayoutTest, PackedReverse) { run_cases<TypeParam>(packed_cases(false, true)); }

@@ -64,6 +64,35 @@ inline bool takes_row_path(const Shape& s, const Packed& packed,
   return false;
 }
 
+/// Whether a packed call takes the flat kernel (FlatPackedForward, FlatPackedBackward): every
+/// array time-contiguous with the shape's strides, a (1, C, total) tensor, and a total under 2^30
+/// (a block's range is counted in int32). Packed channel-last calls take the row path.
+inline bool packed_takes_flat(const Shape& s, const Packed& packed,
+                              std::initializer_list<const std::optional<Strides>*> own) {
+  if (!packed.active() || s.time_stride != 1 || s.batch != 1 || s.length > (int64_t{1} << 30))
+    return false;
+  const Strides shape{s.batch_stride, s.channel_stride, s.time_stride};
+  for (const std::optional<Strides>* o : own)
+    if (*o && !same_strides(**o, shape)) return false;
+  return true;
+}
+
+/// The flat kernel's parameters of a packed call: `params` with the offsets and the states at
+/// (count, C).
+template <class Base>
+PackedFlatParams<Base> packed_flat_params(const Base& params, const Shape& s, const Packed& packed,
+                                          const StateLayout& layout) {
+  PackedFlatParams<Base> q{};
+  static_cast<Base&>(q) = params;
+  const StateLayout st = resolve_state_layout(layout, state_shape(s, packed));
+  q.state_batch_stride = st.batch_stride;
+  q.state_channel_stride = st.channel_stride;
+  q.offsets32 = packed.offsets32;
+  q.offsets64 = packed.offsets64;
+  q.count = packed.count;
+  return q;
+}
+
 /// The row path's view of one array of a validated call.
 template <class P>
 RowArray<P> row_array(P* ptr, const Shape& s, const std::optional<Strides>& own, bool packed) {
@@ -119,10 +148,19 @@ Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
     if (scratch.mode == Scratch::kQuery) *scratch.bytes = 1;
     return Status::success();
   }
+  if ((path == Path::kAuto || path == Path::kFlat) &&
+      packed_takes_flat(args.shape, args.packed,
+                        {&args.gates_strides, &args.tokens_strides, &args.out_strides})) {
+    bool vector = false;
+    const auto p =
+        packed_flat_params(make_params(args, vector), args.shape, args.packed, args.state_layout);
+    return run_flat_packed<FlatPackedForward, T, Flat>(p, args.reverse, vector, scratch, stream);
+  }
   if (takes_row_path(args.shape, args.packed,
                      {&args.gates_strides, &args.tokens_strides, &args.out_strides})) {
     if (path == Path::kFlat)
-      return Status::not_supported("the flat path is for time-contiguous sequences");
+      return Status::not_supported(
+          "the flat path is for time-contiguous sequences (packed: under 2^30 times)");
     return scan_rows(args, scratch, stream, path);
   }
   bool vector = false;

@@ -79,11 +79,21 @@ Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratc
     if (scratch.mode == Scratch::kQuery) *scratch.bytes = 1;
     return Status::success();
   }
+  if ((path == Path::kAuto || path == Path::kFlat) &&
+      packed_takes_flat(args.shape, args.packed,
+                        {&args.gates_strides, &args.states_strides, &args.grad_out_strides,
+                         &args.grad_gates_strides, &args.grad_tokens_strides})) {
+    bool vector = false;
+    const auto p = packed_flat_params(make_backward_params(args, vector), args.shape, args.packed,
+                                      args.state_layout);
+    return run_flat_packed<FlatPackedBackward, T, Flat>(p, args.reverse, vector, scratch, stream);
+  }
   if (takes_row_path(args.shape, args.packed,
                      {&args.gates_strides, &args.states_strides, &args.grad_out_strides,
                       &args.grad_gates_strides, &args.grad_tokens_strides})) {
     if (path == Path::kFlat)
-      return Status::not_supported("the flat path is for time-contiguous sequences");
+      return Status::not_supported(
+          "the flat path is for time-contiguous sequences (packed: under 2^30 times)");
     return scan_backward_rows(args, scratch, stream, path);
   }
   bool vector = false;

@@ -268,48 +268,270 @@ __device__ __forceinline__ void segment_scan(C state, const C (&a)[kVec], C (&b)
 }
 
 /// The range of a flat block: sequences [first, first + count), grid positions [lo, hi) of
-/// arrays based on the 16-byte boundary at or before the tensor's first element.
+/// arrays based on the 16-byte boundary at or before the tensor's first element; packed, the
+/// channel and the time [t_lo, t_hi) of those positions in it.
 struct FlatRange {
   int64_t first, count;
   int64_t lo, hi;
+  int64_t channel, t_lo, t_hi;
+};
+
+/// Equal-length sequences back to back (a dense (B, C, T) tensor): a block's range is
+/// `per_block` whole sequences, sequence s at positions [s * length, (s + 1) * length) after the
+/// lead, its states at s * state_channel_stride (the dispatch sets that to the one stride of a
+/// sequence's states).
+struct EvenSequences {
+  template <class Base>
+  using Params = Base;
+  using Marks = FlatMarks;
+
+  int64_t first, state_stride;
+
+  template <class P>
+  static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t per_block,
+                                                    int64_t lead) {
+    FlatRange r{};
+    r.first = index * per_block;
+    r.count = per_block < p.sequences - r.first ? per_block : p.sequences - r.first;
+    r.lo = lead + r.first * p.length;
+    r.hi = r.lo + r.count * p.length;
+    return r;
+  }
+  template <class P>
+  static __device__ __forceinline__ EvenSequences at(const P& p, const FlatRange& r) {
+    return {r.first, p.state_channel_stride};
+  }
+  template <int kVec, bool kReverse>
+  __device__ __forceinline__ Marks marks(int32_t rel, int32_t n, const FastDivisor& length) const {
+    return flat_marks<kVec, kReverse>(rel, n, length);
+  }
+  /// Offset of the states of the sequence of element i of a marked vector.
+  __device__ __forceinline__ int64_t state(const Marks& m, int i) const {
+    return (first + m.sequence(i)) * state_stride;
+  }
+  /// Calls f(state offset) for each empty sequence of the range: none.
+  template <int kThreads, class P, class F>
+  __device__ __forceinline__ void empties(const P&, int, F&&) const {}
+};
+
+/// Offsets of packed sequences: `count` sequences, sequence k at times [offset(k),
+/// offset(k + 1)) of each channel's `length`. As on the row path (RowWalk::offset), the first
+/// offset is 0 and the last `length` whatever the device holds, and the others are clamped into
+/// [0, length]: no position leaves the channel's row.
+template <class Base>
+struct PackedFlatParams : Base {
+  const int32_t* offsets32;
+  const int64_t* offsets64;
+  int64_t count;
+  int64_t window;   ///< times per window: a block takes the sequences that start in one
+  int64_t windows;  ///< windows per channel: length / window + 1
+
+  __device__ __forceinline__ int64_t offset(int64_t k) const {
+    if (k <= 0) return 0;
+    if (k >= count) return this->length;
+    const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
+    return v < 0 ? 0 : (v > this->length ? this->length : v);
+  }
+  /// The first sequence k in [0, count] whose offset is at least x (count where none is), found
+  /// by the 32 lanes of one warp together: a round reads 32 offsets evenly spread over what is
+  /// left and keeps the stretch between the last below x and the next, so a round costs one
+  /// load's latency and narrows the search 32 times. Offsets that do not ascend give some k in
+  /// [0, count], never a read outside the offsets.
+  __device__ __forceinline__ int64_t first_at_least(int64_t x, int lane) const {
+    int64_t lo = 0, hi = count;
+    while (lo < hi) {
+      const int64_t step = (hi - lo + kWarpThreads - 1) / kWarpThreads;
+      const int64_t k = lo + int64_t(lane) * step;
+      const uint32_t below = __ballot_sync(0xffffffffu, k < hi && offset(k) < x);
+      const int n = __popc(below);
+      if (n == 0) {
+        hi = lo;
+      } else {
+        const int64_t last_below = lo + int64_t(n - 1) * step;
+        lo = last_below + 1;
+        hi = last_below + step < hi ? last_below + step : hi;
+      }
+    }
+    return lo;
+  }
+};
+
+/// Where the sequence boundaries fall in one vector of a packed range: bit i of `first` (`last`)
+/// marks element i as its sequence's first (last) element in scan order, and seq[i] is the
+/// sequence of a marked element (from the range's first).
+template <int kVec>
+struct PackedMarks {
+  uint32_t first, last;
+  int32_t seq[kVec];
+};
+
+/// Packed sequences along the time axis of a (1, C, total) tensor, each channel's row at
+/// channel * channel_stride after the lead: a block takes the sequences of one channel that start
+/// in one window of `window` times (a sequence longer than the window keeps its block busy past
+/// it, and the windows it covers hold none), so no state crosses from one block to another. The
+/// states of sequence k of channel c are at k * state_batch_stride + c * state_channel_stride.
+template <int kVec>
+struct PackedSequences {
+  template <class Base>
+  using Params = PackedFlatParams<Base>;
+  using Marks = PackedMarks<kVec>;
+
+  const int32_t* offsets32;
+  const int64_t* offsets64;
+  int64_t count, length;
+  int64_t s0, s1, t_lo, t_hi;
+  int64_t state_batch_stride, channel_state;
+
+  /// The range of block `index`: sequences [s0, s1) of its channel (s0 the first to start at or
+  /// after its window's start, s1 the first at or after its end), found by warps 0 and 1 (the
+  /// block has at least two) and shared through shared memory. Every thread of the block calls
+  /// it (it holds a barrier).
+  template <class P>
+  static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t,
+                                                    int64_t lead) {
+    __shared__ int64_t bounds[2];
+    const int64_t channel = index / p.windows, window = index % p.windows;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
+    __syncthreads();  // the previous range's bounds are read
+    if (warp < 2) {
+      const int64_t k = p.first_at_least((window + warp) * p.window, lane);
+      if (lane == 0) bounds[warp] = k;
+    }
+    __syncthreads();
+    FlatRange r{};
+    r.first = bounds[0];
+    r.count = bounds[1] > bounds[0] ? bounds[1] - bounds[0] : 0;
+    r.channel = channel;
+    r.t_lo = p.offset(r.first);
+    r.t_hi = p.offset(r.first + r.count);
+    if (r.t_hi < r.t_lo) r.t_hi = r.t_lo;  // offsets that do not ascend
+    r.lo = lead + channel * p.channel_stride + r.t_lo;
+    r.hi = r.lo + (r.t_hi - r.t_lo);
+    return r;
+  }
+  template <class P>
+  static __device__ __forceinline__ PackedSequences at(const P& p, const FlatRange& r) {
+    return {p.offsets32,
+            p.offsets64,
+            p.count,
+            p.length,
+            r.first,
+            r.first + r.count,
+            r.t_lo,
+            r.t_hi,
+            p.state_batch_stride,
+            r.channel * p.state_channel_stride};
+  }
+  __device__ __forceinline__ int64_t offset(int64_t k) const {
+    if (k <= 0) return 0;
+    if (k >= count) return length;
+    const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
+    return v < 0 ? 0 : (v > length ? length : v);
+  }
+  /// The end of sequence k of the range (the range's end for its last).
+  __device__ __forceinline__ int64_t end_of(int64_t k) const {
+    return k + 1 < s1 ? offset(k + 1) : t_hi;
+  }
+  /// The marks of the kVec elements from `rel` (elements from the range's start) in a range of
+  /// `n` elements: the sequence of the first is found by bisection over the range's sequences,
+  /// the rest by stepping on from it (over any empty ones).
+  template <int kV, bool kReverse>
+  __device__ __forceinline__ Marks marks(int32_t rel, int32_t n, const FastDivisor&) const {
+    static_assert(kV == kVec, "one vector width");
+    const int64_t t = t_lo + rel;
+    int64_t lo = s0, hi = s1 - 1;  // the last sequence that starts at or before t
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (offset(mid) <= t)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    int64_t k = lo;
+    int64_t start = offset(k), end = end_of(k);
+    Marks m{};
+    uint32_t head = 0, tail = 0;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      const int64_t ti = t + i;
+      while (end <= ti && k + 1 < s1) {
+        ++k;
+        start = end;  // where the offsets ascend, sequence k starts where k - 1 ends
+        end = end_of(k);
+      }
+      const bool inside = rel + i >= 0 && rel + i < n;
+      head |= (inside && start == ti ? 1u : 0u) << i;
+      tail |= (inside && end == ti + 1 ? 1u : 0u) << i;
+      m.seq[i] = static_cast<int32_t>(k - s0);
+    }
+    m.first = kReverse ? tail : head;
+    m.last = kReverse ? head : tail;
+    return m;
+  }
+  __device__ __forceinline__ int64_t state(const Marks& m, int i) const {
+    return (s0 + m.seq[i]) * state_batch_stride + channel_state;
+  }
+  /// Calls f(state offset) for each empty sequence of the range, spread over the block's threads.
+  template <int kThreads, class P, class F>
+  __device__ __forceinline__ void empties(const P&, int rank, F&& f) const {
+    for (int64_t k = s0 + rank; k < s1; k += kThreads)
+      if (end_of(k) <= offset(k)) f(k * state_batch_stride + channel_state);
+  }
 };
 
 /// The forward scan over a flat range: ForwardProblem's loads and stores over the whole range,
-/// h0 folded into each sequence's first pair, the final state taken from the stored last output.
-template <class T, bool kReverseScan, bool kVector>
-struct FlatForward {
+/// h0 folded into each sequence's first pair, the final state taken from the stored last output,
+/// an empty sequence's final state its h0 (or 0). `Seqs` says where the sequences lie
+/// (EvenSequences, PackedSequences).
+template <class T, bool kReverseScan, bool kVector, class Seqs>
+struct FlatForwardOf {
   using Inner = ForwardProblem<T, kReverseScan, kVector>;
-  using Params = typename Inner::Params;
+  using Params = typename Seqs::template Params<typename Inner::Params>;
   using Loaded = typename Inner::Loaded;
   using Work = typename Inner::Work;
   using C = typename Inner::C;
+  using Marks = typename Seqs::Marks;
   static constexpr bool kReverse = kReverseScan;
   static constexpr int kVec = Inner::kVec;
 
   Inner inner;
-  int64_t first;  // the range's first sequence
+  Seqs seqs;
 
-  static __device__ __forceinline__ FlatForward at(const Params& p, const FlatRange& r) {
-    const int64_t lead = kVector ? lead_of(p.gates) : 0;
-    return {Inner{p.gates - lead, p.tokens - lead, p.out - lead, r.lo, r.hi, 0, true}, r.first};
-  }
   static __device__ __forceinline__ int64_t lead(const Params& p) {
     return kVector ? lead_of(p.gates) : 0;
   }
+  static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
+                                                    int64_t per_block) {
+    return Seqs::range(p, index, per_block, lead(p));
+  }
+  static __device__ __forceinline__ FlatForwardOf at(const Params& p, const FlatRange& r) {
+    const int64_t l = lead(p);
+    return {Inner{p.gates - l, p.tokens - l, p.out - l, r.lo, r.hi, 0, true}, Seqs::at(p, r)};
+  }
+  template <int kThreads>
+  __device__ __forceinline__ void empties(const Params& p, int rank) const {
+    if (p.final_state == nullptr) return;
+    seqs.template empties<kThreads>(p, rank, [&](int64_t s) {
+      p.final_state[s] = p.initial_state != nullptr ? p.initial_state[s] : to_storage<T>(C(0));
+    });
+  }
+  __device__ __forceinline__ Marks marks(int32_t rel, int32_t n, const FastDivisor& d) const {
+    return seqs.template marks<kVec, kReverse>(rel, n, d);
+  }
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const { inner.load(r, v); }
-  __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const FlatMarks& m,
+  __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const Marks& m,
                                           const Params& p, Work& w) const {
     inner.convert(r, v, w);
     if (p.initial_state == nullptr || m.first == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i)
       if (m.first & (1u << i)) {
-        const C h0 =
-            to_compute<C>(p.initial_state[(first + m.sequence(i)) * p.state_channel_stride]);
+        const C h0 = to_compute<C>(p.initial_state[seqs.state(m, i)]);
         w.b[i] = w.a[i] * h0 + w.b[i];
       }
   }
-  __device__ __forceinline__ void store(const Work& w, int64_t v, const FlatMarks& m,
+  __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
     alignas(16) T y[kVec];
     inner.narrow(w, y);
@@ -317,67 +539,91 @@ struct FlatForward {
     if (p.final_state == nullptr || m.last == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i)
-      if (m.last & (1u << i))
-        p.final_state[(first + m.sequence(i)) * p.state_channel_stride] = y[i];
+      if (m.last & (1u << i)) p.final_state[seqs.state(m, i)] = y[i];
   }
 };
 
 /// The backward pass over a flat range: BackwardProblem's loads (its neighbours by shuffle across
 /// each warp) and stores over the whole range; at each boundary dL/d(final state) joins the first
 /// pair, the forward's first step takes h0 (or 0) as its shifted state instead of the previous
-/// sequence's, and dL/dh0 = a d is written there.
-template <class T, bool kForwardReverse, bool kVector>
-struct FlatBackward {
+/// sequence's, and dL/dh0 = a d is written there; an empty sequence's dL/dh0 is its dL/d(final
+/// state) (or 0).
+template <class T, bool kForwardReverse, bool kVector, class Seqs>
+struct FlatBackwardOf {
   using Inner = BackwardProblem<T, kForwardReverse, kVector>;
-  using Params = typename Inner::Params;
+  using Params = typename Seqs::template Params<typename Inner::Params>;
   using Loaded = typename Inner::Loaded;
   using Work = typename Inner::Work;
   using C = typename Inner::C;
+  using Marks = typename Seqs::Marks;
   static constexpr bool kReverse = Inner::kReverse;
   static constexpr int kVec = Inner::kVec;
 
   Inner inner;
-  int64_t first;
+  Seqs seqs;
 
-  static __device__ __forceinline__ FlatBackward at(const Params& p, const FlatRange& r) {
-    const int64_t lead = kVector ? lead_of(p.gates) : 0;
-    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-    return {Inner{p.gates - lead, p.states - lead, p.grad_out - lead, p.grad_gates - lead,
-                  p.grad_tokens - lead, r.lo, r.hi, C(0), kWarpThreads, lane == kWarpThreads - 1,
-                  lane == 0, 0, 0, true},
-            r.first};
-  }
   static __device__ __forceinline__ int64_t lead(const Params& p) {
     return kVector ? lead_of(p.gates) : 0;
   }
+  static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
+                                                    int64_t per_block) {
+    return Seqs::range(p, index, per_block, lead(p));
+  }
+  static __device__ __forceinline__ FlatBackwardOf at(const Params& p, const FlatRange& r) {
+    const int64_t l = lead(p);
+    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
+    return {Inner{p.gates - l, p.states - l, p.grad_out - l, p.grad_gates - l, p.grad_tokens - l,
+                  r.lo, r.hi, C(0), kWarpThreads, lane == kWarpThreads - 1, lane == 0, 0, 0, true},
+            Seqs::at(p, r)};
+  }
+  template <int kThreads>
+  __device__ __forceinline__ void empties(const Params& p, int rank) const {
+    if (p.grad_initial_state == nullptr) return;
+    seqs.template empties<kThreads>(p, rank, [&](int64_t s) {
+      p.grad_initial_state[s] =
+          p.grad_final_state != nullptr ? p.grad_final_state[s] : to_storage<T>(C(0));
+    });
+  }
+  __device__ __forceinline__ Marks marks(int32_t rel, int32_t n, const FastDivisor& d) const {
+    return seqs.template marks<kVec, kReverse>(rel, n, d);
+  }
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const { inner.load(r, v); }
-  __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const FlatMarks& m,
+  __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const Marks& m,
                                           const Params& p, Work& w) const {
     inner.convert(r, v, w);
     if ((m.first | m.last) == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
       if ((m.first & (1u << i)) && p.grad_final_state != nullptr)
-        w.b[i] +=
-            to_compute<C>(p.grad_final_state[(first + m.sequence(i)) * p.state_channel_stride]);
+        w.b[i] += to_compute<C>(p.grad_final_state[seqs.state(m, i)]);
       if (m.last & (1u << i))
         w.x[i] =
-            p.initial_state != nullptr
-                ? to_compute<C>(p.initial_state[(first + m.sequence(i)) * p.state_channel_stride])
-                : C(0);
+            p.initial_state != nullptr ? to_compute<C>(p.initial_state[seqs.state(m, i)]) : C(0);
     }
   }
-  __device__ __forceinline__ void store(const Work& w, int64_t v, const FlatMarks& m,
+  __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
     inner.store(w, v);
     if (p.grad_initial_state == nullptr || m.last == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i)
       if (m.last & (1u << i))
-        p.grad_initial_state[(first + m.sequence(i)) * p.state_channel_stride] =
+        p.grad_initial_state[seqs.state(m, i)] =
             to_storage<T>(to_compute<C>(inner.a[v + i]) * w.b[i]);
   }
 };
+
+/// The flat problems of dense tensors (EvenSequences) and of packed sequences along time.
+template <class T, bool kReverseScan, bool kVector>
+using FlatForward = FlatForwardOf<T, kReverseScan, kVector, EvenSequences>;
+template <class T, bool kForwardReverse, bool kVector>
+using FlatBackward = FlatBackwardOf<T, kForwardReverse, kVector, EvenSequences>;
+template <class T, bool kReverseScan, bool kVector>
+using FlatPackedForward =
+    FlatForwardOf<T, kReverseScan, kVector, PackedSequences<kAccessItems<T, kVector>>>;
+template <class T, bool kForwardReverse, bool kVector>
+using FlatPackedBackward =
+    FlatBackwardOf<T, kForwardReverse, kVector, PackedSequences<kAccessItems<T, kVector>>>;
 
 }  // namespace detail
 }  // namespace ascan

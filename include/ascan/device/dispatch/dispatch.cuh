@@ -470,5 +470,26 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
   });
 }
 
+/// Runs a validated, non-empty packed call of `Problem<T, reverse, vector>` (FlatPackedForward,
+/// FlatPackedBackward) on the flat kernel: no scratch (a query answers 1 byte).
+template <template <class, bool, bool> class Problem, class T, class Flat>
+Status run_flat_packed(const typename Problem<T, false, false>::Params& p, bool reverse,
+                       bool vector, const Scratch& scratch, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) {
+    clear_our_error(e);
+    return Status::cuda_error(e);
+  }
+  return with_scratch(scratch, 0, stream, [&](void*) {
+    if (reverse)
+      return vector ? launch_flat_packed<Problem<T, true, true>, Flat>(p, sms, stream)
+                    : launch_flat_packed<Problem<T, true, false>, Flat>(p, sms, stream);
+    return vector ? launch_flat_packed<Problem<T, false, true>, Flat>(p, sms, stream)
+                  : launch_flat_packed<Problem<T, false, false>, Flat>(p, sms, stream);
+  });
+}
+
 }  // namespace detail
 }  // namespace ascan

@@ -22,9 +22,10 @@
 namespace ascan {
 namespace detail {
 
-/// Flat kernel: range `range` of `per_block` sequences (grid-stride over `ranges` ranges), walked
-/// tile by tile in scan order; a thread holds kItems / kVec vectors of each tile, striped across
-/// the block (each warp-wide access one contiguous stretch).
+/// Flat kernel: range `range` of whole sequences (Problem::range: `per_block` of them, or those of
+/// a packed window; grid-stride over `ranges` ranges), walked tile by tile in scan order; a thread
+/// holds kItems / kVec vectors of each tile, striped across the block (each warp-wide access one
+/// contiguous stretch).
 template <class Problem, int kThreads, int kItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     flat_kernel(const typename Problem::Params p, const int64_t per_block, const int64_t ranges,
@@ -40,16 +41,13 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   __shared__ typename Scan::TempStorage storage;
   Scan scan(storage);
   const int rank = static_cast<int>(threadIdx.x);
-  const int64_t lead = Problem::lead(p);
 
   for (int64_t range = blockIdx.x; range < ranges; range += gridDim.x) {
-    FlatRange r;
-    r.first = range * per_block;
-    r.count = per_block < p.sequences - r.first ? per_block : p.sequences - r.first;
-    r.lo = lead + r.first * p.length;
-    r.hi = r.lo + r.count * p.length;
+    const FlatRange r = Problem::range(p, range, per_block);
     const auto n = static_cast<int32_t>(r.hi - r.lo);  // the host keeps ranges under 2^31
     const Problem problem = Problem::at(p, r);
+    problem.template empties<kThreads>(p, rank);
+    if (r.hi <= r.lo) continue;                 // the same for the whole block
     const int64_t origin = r.lo - r.lo % kVec;  // on the vector grid
     const int64_t tiles = ceil_div(r.hi - origin, kTile);
     const auto lead_in = static_cast<int32_t>(origin - r.lo);  // -(kVec - 1) .. 0
@@ -65,14 +63,14 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
 #pragma unroll 1
     for (int64_t k = 0; k < tiles; ++k) {
       typename Problem::Work work[kRuns];
-      FlatMarks marks[kRuns];
+      typename Problem::Marks marks[kRuns];
 #pragma unroll
       for (int j = 0; j < kRuns; ++j) {
         const int64_t v = position(k, j);
         const auto rel =
             static_cast<int32_t>((kReverse ? tiles - 1 - k : k) * kTile + j * kRun + rank * kVec) +
             lead_in;
-        marks[j] = flat_marks<kVec, kReverse>(rel, n, length);
+        marks[j] = problem.marks(rel, n, length);
         problem.convert(loaded[j], v, marks[j], p, work[j]);
       }
       if (k + 1 < tiles) {  // the next tile's loads go out before this one's scan
@@ -169,6 +167,30 @@ cudaError_t launch_flat(const typename Problem::Params& p, int sms, cudaStream_t
   return launch_kernel(&flat_kernel<Problem, F.threads, F.items, kMinBlocks>,
                        ranges < kMaxGrid ? ranges : kMaxGrid, F.threads, 0, stream, p, per_block,
                        ranges, FastDivisor::of(static_cast<uint32_t>(p.length)));
+}
+
+/// Launches the flat kernel of packed `Problem` (FlatPackedForward, FlatPackedBackward) with
+/// policy F = Flat::kPolicy on `sms` multiprocessors: windows of as many tiles (1 to
+/// F.max_tiles_per_block) as spread the call over the resident blocks, each channel's length cut
+/// into length / window + 1 windows (the last holds the sequences that start at its end: empty
+/// ones).
+template <class Problem, class Flat>
+cudaError_t launch_flat_packed(typename Problem::Params p, int sms, cudaStream_t stream) {
+  constexpr FlatPolicy F = Flat::kPolicy;
+  constexpr int kMinBlocks = Problem::kVec > 1 ? F.min_blocks : 1;
+  const double tiles = double(p.channels) * double(p.length) / double(F.tile());
+  const double resident = double(sms > 0 ? sms : 1) * F.blocks_per_sm;
+  int64_t per_window = tiles / resident < double(F.max_tiles_per_block)
+                           ? static_cast<int64_t>(tiles / resident)
+                           : F.max_tiles_per_block;
+  if (per_window < 1) per_window = 1;
+  p.window = per_window * F.tile();
+  p.windows = p.length / p.window + 1;
+  const int64_t ranges = p.channels * p.windows;
+  constexpr int64_t kMaxGrid = 2147483647;  // the grid-stride loop covers the rest
+  return launch_kernel(&flat_kernel<Problem, F.threads, F.items, kMinBlocks>,
+                       ranges < kMaxGrid ? ranges : kMaxGrid, F.threads, 0, stream, p, int64_t{0},
+                       ranges, FastDivisor::of(1));
 }
 
 /// launch_flat for `Problem<T, reverse, vector>` on a device of `sms` multiprocessors.
