@@ -1300,8 +1300,9 @@ TYPED_TEST(LayoutTest, FlatDeterministic) {
   }
 }
 
-/// Packed (C, total) calls as the flat kernel takes them (the library's choice): windows of
-/// one to eight tiles, so the long sequences cross many windows (their blocks walk past them) and
+/// Packed (C, total) calls on the flat kernels, both modes: windows of four tiles joined by a
+/// look-back (the library's choice with a workspace), and whole sequences a block (Path::kFlat,
+/// or no workspace; windows of one to eight tiles). The long sequences cross many windows and
 /// runs of empty and one-element sequences fill others; arrays off the 16-byte grid alike (the
 /// vector path, one lead for all) or apart (the scalar path); rows padded past total; both
 /// offset types; every combination of states.
@@ -1324,6 +1325,9 @@ std::vector<Case> packed_flat_cases(bool backward, bool reverse) {
         c.reverse = reverse;
         c.gates = kAllGates[i % 5];
         c.own_stream = i % 3 == 2;
+        // windows joined by a look-back (a workspace), or whole sequences a block (forced, or
+        // no workspace)
+        c.via = i % 4 == 1 ? Via::kFlat : i % 4 == 3 ? Via::kPlain : Via::kWorkspace;
         if (variant == 1) {  // every array one element off the grid: the vector path
           for (ArrayView& v : c.arrays) v.offset = 1;
           c.label += ", all 1 element off the grid";

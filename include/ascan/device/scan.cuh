@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "dispatch/dispatch.cuh"
+#include "dispatch/flat_packed.cuh"
 #include "dispatch/row_dispatch.cuh"
 #include "dispatch/scan_kernels.cuh"
 #include "dispatch/tuning.cuh"
@@ -154,7 +155,8 @@ Status scan_with(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
     bool vector = false;
     const auto p =
         packed_flat_params(make_params(args, vector), args.shape, args.packed, args.state_layout);
-    return run_flat_packed<FlatPackedForward, T, Flat>(p, args.reverse, vector, scratch, stream);
+    return run_flat_packed<FlatPackedForward, FlatWindowForward, T, Flat>(p, args.reverse, vector,
+                                                                          path, scratch, stream);
   }
   if (takes_row_path(args.shape, args.packed,
                      {&args.gates_strides, &args.tokens_strides, &args.out_strides})) {

@@ -73,7 +73,9 @@ struct Packed {
   int64_t count = 0;
 
   /// True when the call scans packed sequences.
-  constexpr bool active() const { return offsets32 != nullptr || offsets64 != nullptr || count != 0; }
+  constexpr bool active() const {
+    return offsets32 != nullptr || offsets64 != nullptr || count != 0;
+  }
 };
 
 /// `count` sequences packed by `cu_seqlens` (count + 1 int32 offsets on the device).

@@ -86,7 +86,8 @@ Status scan_backward_with(const ScanBackwardArgs<T>& args, const Scratch& scratc
     bool vector = false;
     const auto p = packed_flat_params(make_backward_params(args, vector), args.shape, args.packed,
                                       args.state_layout);
-    return run_flat_packed<FlatPackedBackward, T, Flat>(p, args.reverse, vector, scratch, stream);
+    return run_flat_packed<FlatPackedBackward, FlatWindowBackward, T, Flat>(p, args.reverse, vector,
+                                                                            path, scratch, stream);
   }
   if (takes_row_path(args.shape, args.packed,
                      {&args.gates_strides, &args.states_strides, &args.grad_out_strides,

@@ -163,6 +163,28 @@ class SegmentBlockScan {
     carry = running.b;
   }
 
+  /// The Segment of the whole tile (every run, in scan order): the same in every thread.
+  __device__ __forceinline__ Segment<C> reduce(const Segment<C> (&x)[kRuns]) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+    auto& slots = storage_.warp_aggregate[parity_];
+    parity_ ^= 1;
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      const Segment<C> inclusive =
+          lane_group_inclusive_segments<kWarpThreads, kReverse>(x[j], lane);
+      if (lane == (kReverse ? 0 : kWarpThreads - 1)) slots[j][warp] = inclusive;
+    }
+    __syncthreads();
+    Segment<C> total = segment_identity<C>();
+#pragma unroll
+    for (int k = 0; k < kRuns * kWarps; ++k) {
+      const int i = kReverse ? kRuns * kWarps - 1 - k : k;
+      total = compose(total, slots[i / kWarps][i % kWarps]);
+    }
+    return total;
+  }
+
  private:
   TempStorage& storage_;
   int parity_ = 0;
@@ -287,7 +309,7 @@ struct EvenSequences {
 
   int64_t first, state_stride;
 
-  template <class P>
+  template <bool kReverse, class P>
   static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t per_block,
                                                     int64_t lead) {
     FlatRange r{};
@@ -386,7 +408,7 @@ struct PackedSequences {
   /// after its window's start, s1 the first at or after its end), found by warps 0 and 1 (the
   /// block has at least two) and shared through shared memory. Every thread of the block calls
   /// it (it holds a barrier).
-  template <class P>
+  template <bool kReverse, class P>
   static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t,
                                                     int64_t lead) {
     __shared__ int64_t bounds[2];
@@ -429,10 +451,8 @@ struct PackedSequences {
     const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
     return v < 0 ? 0 : (v > length ? length : v);
   }
-  /// The end of sequence k of the range (the range's end for its last).
-  __device__ __forceinline__ int64_t end_of(int64_t k) const {
-    return k + 1 < s1 ? offset(k + 1) : t_hi;
-  }
+  /// The end of sequence k.
+  __device__ __forceinline__ int64_t end_of(int64_t k) const { return offset(k + 1); }
   /// The marks of the kVec elements from `rel` (elements from the range's start) in a range of
   /// `n` elements: the sequence of the first is found by bisection over the range's sequences,
   /// the rest by stepping on from it (over any empty ones).
@@ -480,6 +500,62 @@ struct PackedSequences {
   }
 };
 
+/// Packed sequences along time as PackedSequences, cut into windows of `window` times whatever
+/// the sequences are: block `index` takes window q = index % windows of channel index / windows
+/// in scan order (window q from the start, or from the end for a reverse scan), its times
+/// [t_lo, t_hi) and the sequences [s0, s1) that meet them; a window's first element need not
+/// start a sequence, so the state before it comes from the windows before (the look-back of
+/// flat_lookback_kernel). An empty sequence belongs to the window that holds its offset (the
+/// last window also the offset `length`).
+template <int kVec>
+struct PackedWindows : PackedSequences<kVec> {
+  using Base = PackedSequences<kVec>;
+
+  template <bool kReverse, class P>
+  static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t,
+                                                    int64_t lead) {
+    __shared__ int64_t bounds[2];
+    const int64_t channel = index / p.windows, q = index % p.windows;
+    const int64_t window = kReverse ? p.windows - 1 - q : q;
+    FlatRange r{};
+    r.channel = channel;
+    r.t_lo = window * p.window;
+    r.t_hi = r.t_lo + p.window < p.length ? r.t_lo + p.window : p.length;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
+    __syncthreads();  // the previous range's bounds are read
+    if (warp < 2) {
+      int64_t k;
+      if (warp == 0) {  // the sequence that holds t_lo, or an empty one at it
+        k = p.first_at_least(r.t_lo, lane);
+        if (k == p.count || p.offset(k) != r.t_lo) --k;
+      } else {  // past the last that starts before t_hi (the last window: every sequence)
+        k = window == p.windows - 1 ? p.count : p.first_at_least(r.t_hi, lane);
+      }
+      if (lane == 0) bounds[warp] = k;
+    }
+    __syncthreads();
+    r.first = bounds[0];
+    r.count = bounds[1] > bounds[0] ? bounds[1] - bounds[0] : 0;
+    r.lo = lead + channel * p.channel_stride + r.t_lo;
+    r.hi = r.lo + (r.t_hi - r.t_lo);
+    return r;
+  }
+  template <class P>
+  static __device__ __forceinline__ PackedWindows at(const P& p, const FlatRange& r) {
+    return {Base::at(p, r)};
+  }
+  /// Calls f(state offset) for each empty sequence whose offset lies in the window.
+  template <int kThreads, class P, class F>
+  __device__ __forceinline__ void empties(const P&, int rank, F&& f) const {
+    for (int64_t k = this->s0 + rank; k < this->s1; k += kThreads) {
+      const int64_t start = this->offset(k);
+      if (start >= this->t_lo && this->end_of(k) <= start)
+        f(k * this->state_batch_stride + this->channel_state);
+    }
+  }
+};
+
 /// The forward scan over a flat range: ForwardProblem's loads and stores over the whole range,
 /// h0 folded into each sequence's first pair, the final state taken from the stored last output,
 /// an empty sequence's final state its h0 (or 0). `Seqs` says where the sequences lie
@@ -503,7 +579,7 @@ struct FlatForwardOf {
   }
   static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
                                                     int64_t per_block) {
-    return Seqs::range(p, index, per_block, lead(p));
+    return Seqs::template range<kReverse>(p, index, per_block, lead(p));
   }
   static __device__ __forceinline__ FlatForwardOf at(const Params& p, const FlatRange& r) {
     const int64_t l = lead(p);
@@ -567,7 +643,7 @@ struct FlatBackwardOf {
   }
   static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
                                                     int64_t per_block) {
-    return Seqs::range(p, index, per_block, lead(p));
+    return Seqs::template range<kReverse>(p, index, per_block, lead(p));
   }
   static __device__ __forceinline__ FlatBackwardOf at(const Params& p, const FlatRange& r) {
     const int64_t l = lead(p);
@@ -613,7 +689,8 @@ struct FlatBackwardOf {
   }
 };
 
-/// The flat problems of dense tensors (EvenSequences) and of packed sequences along time.
+/// The flat problems of dense tensors (EvenSequences) and of packed sequences along time, by
+/// whole sequences (PackedSequences) or by windows joined by a look-back (PackedWindows).
 template <class T, bool kReverseScan, bool kVector>
 using FlatForward = FlatForwardOf<T, kReverseScan, kVector, EvenSequences>;
 template <class T, bool kForwardReverse, bool kVector>
@@ -624,6 +701,13 @@ using FlatPackedForward =
 template <class T, bool kForwardReverse, bool kVector>
 using FlatPackedBackward =
     FlatBackwardOf<T, kForwardReverse, kVector, PackedSequences<kAccessItems<T, kVector>>>;
+
+template <class T, bool kReverseScan, bool kVector>
+using FlatWindowForward =
+    FlatForwardOf<T, kReverseScan, kVector, PackedWindows<kAccessItems<T, kVector>>>;
+template <class T, bool kForwardReverse, bool kVector>
+using FlatWindowBackward =
+    FlatBackwardOf<T, kForwardReverse, kVector, PackedWindows<kAccessItems<T, kVector>>>;
 
 }  // namespace detail
 }  // namespace ascan

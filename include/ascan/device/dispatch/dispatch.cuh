@@ -146,6 +146,19 @@ Status plan_on(int64_t sequences, int64_t length, Path path, int sms, Plan& plan
   return Status::success();
 }
 
+/// The current device's multiprocessor count, or the runtime's error (taken off its last-error
+/// slot).
+inline Status current_multiprocessors(int& sms) {
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) {
+    clear_our_error(e);
+    return Status::cuda_error(e);
+  }
+  return Status::success();
+}
+
 /// Plans a call on the current device (plan_on with its multiprocessor count, asked only when
 /// the call may split its sequences over many blocks).
 template <class C, int kVec, class Lookback>
@@ -154,13 +167,8 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   plan = Plan{};
   if (!scratch_allowed || path == Path::kOneBlock) return Status::success();
   if (path == Path::kAuto && length <= P.tile()) return Status::success();
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) {
-    clear_our_error(e);
-    return Status::cuda_error(e);
-  }
+  int sms = 0;
+  if (Status st = current_multiprocessors(sms); !st.ok()) return st;
   return plan_on<C, kVec, Lookback>(sequences, length, path, sms, plan);
 }
 
@@ -447,13 +455,7 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
   int sms = 0;
   if (flat_fits && !plan.multi_block &&
       (path == Path::kFlat || p.length <= Flat::kPolicy.max_length)) {
-    int device = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e != cudaSuccess) {
-      clear_our_error(e);
-      return Status::cuda_error(e);
-    }
+    if (Status st = current_multiprocessors(sms); !st.ok()) return st;
   }
   const bool flat =
       path == Path::kFlat || (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy));
@@ -467,27 +469,6 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
     }
     const int row = select_policy<sizeof(T), Table>(p.span_bound);
     return launch_scan_row<Problem, T, Table>(row, reverse, vector, p, stream);
-  });
-}
-
-/// Runs a validated, non-empty packed call of `Problem<T, reverse, vector>` (FlatPackedForward,
-/// FlatPackedBackward) on the flat kernel: no scratch (a query answers 1 byte).
-template <template <class, bool, bool> class Problem, class T, class Flat>
-Status run_flat_packed(const typename Problem<T, false, false>::Params& p, bool reverse,
-                       bool vector, const Scratch& scratch, cudaStream_t stream) {
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) {
-    clear_our_error(e);
-    return Status::cuda_error(e);
-  }
-  return with_scratch(scratch, 0, stream, [&](void*) {
-    if (reverse)
-      return vector ? launch_flat_packed<Problem<T, true, true>, Flat>(p, sms, stream)
-                    : launch_flat_packed<Problem<T, true, false>, Flat>(p, sms, stream);
-    return vector ? launch_flat_packed<Problem<T, false, true>, Flat>(p, sms, stream)
-                  : launch_flat_packed<Problem<T, false, false>, Flat>(p, sms, stream);
   });
 }
 

@@ -22,73 +22,109 @@
 namespace ascan {
 namespace detail {
 
-/// Flat kernel: range `range` of whole sequences (Problem::range: `per_block` of them, or those of
-/// a packed window; grid-stride over `ranges` ranges), walked tile by tile in scan order; a thread
-/// holds kItems / kVec vectors of each tile, striped across the block (each warp-wide access one
-/// contiguous stretch).
+/// Where a thread's vectors of a flat range's tiles lie: tile k in scan order, run j of it, on
+/// the vector grid (each warp-wide access one contiguous stretch).
+template <int kThreads, int kItems, int kVec, bool kReverse>
+struct FlatWalk {
+  static constexpr int kRuns = kItems / kVec;
+  static constexpr int64_t kRun = int64_t(kThreads) * kVec;
+  static constexpr int64_t kTile = kRun * kRuns;
+  int64_t origin, tiles;
+  int32_t n, lead_in;  // the range's elements; the grid's start less the range's (-(kVec - 1)..0)
+  int rank;
+
+  __device__ __forceinline__ FlatWalk(const FlatRange& r, int rank_)
+      : origin(r.lo - r.lo % kVec),
+        tiles(ceil_div(r.hi - (r.lo - r.lo % kVec), kTile)),
+        n(static_cast<int32_t>(r.hi - r.lo)),  // the host keeps ranges under 2^31
+        lead_in(static_cast<int32_t>((r.lo - r.lo % kVec) - r.lo)),
+        rank(rank_) {}
+  __device__ __forceinline__ int64_t position(int64_t k, int j) const {
+    return origin + (kReverse ? tiles - 1 - k : k) * kTile + j * kRun + int64_t(rank) * kVec;
+  }
+  /// The same vector's place from the range's first element.
+  __device__ __forceinline__ int32_t relative(int64_t k, int j) const {
+    return static_cast<int32_t>((kReverse ? tiles - 1 - k : k) * kTile + j * kRun + rank * kVec) +
+           lead_in;
+  }
+};
+
+/// Walks a flat range of `problem` tile by tile in scan order, the next tile's loads in flight
+/// while the current one is worked: on_tile(work, marks, k) gets tile k's pairs and marks, run by
+/// run, once the next tile's loads have gone out.
+template <class Problem, class Walk, class OnTile>
+__device__ __forceinline__ void walk_flat_tiles(const Problem& problem,
+                                                const typename Problem::Params& p, const Walk& w,
+                                                const FastDivisor& length, OnTile&& on_tile) {
+  constexpr int kRuns = Walk::kRuns;
+  typename Problem::Loaded loaded[kRuns];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], w.position(0, j));
+#pragma unroll 1
+  for (int64_t k = 0; k < w.tiles; ++k) {
+    typename Problem::Work work[kRuns];
+    typename Problem::Marks marks[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      marks[j] = problem.marks(w.relative(k, j), w.n, length);
+      problem.convert(loaded[j], w.position(k, j), marks[j], p, work[j]);
+    }
+    if (k + 1 < w.tiles) {  // the next tile's loads go out before this one is worked
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], w.position(k + 1, j));
+    }
+    on_tile(work, marks, k);
+  }
+}
+
+/// A tile's scan from `carry` (the state before it; after it on return) and its stores.
+template <class Problem, class Walk, class Scan, class Work, class Marks>
+__device__ __forceinline__ void scan_flat_tile(const Problem& problem,
+                                               const typename Problem::Params& p, const Walk& w,
+                                               Scan& scan, Work (&work)[Walk::kRuns],
+                                               const Marks (&marks)[Walk::kRuns], int64_t k,
+                                               typename Problem::C& carry) {
+  using C = typename Problem::C;
+  constexpr int kRuns = Walk::kRuns;
+  Segment<C> aggregate[kRuns];
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j)
+    aggregate[j] = segment_reduce<Problem::kReverse>(work[j].a, work[j].b, marks[j].first);
+  C incoming[kRuns];
+  scan.scan_state(aggregate, incoming, carry);
+#pragma unroll
+  for (int j = 0; j < kRuns; ++j) {
+    segment_scan<Problem::kReverse>(incoming[j], work[j].a, work[j].b, marks[j].first);
+    problem.store(work[j], w.position(k, j), marks[j], p);
+  }
+}
+
+/// Flat kernel: range `range` of whole sequences (Problem::range: `per_block` of them, or those
+/// of a packed window; grid-stride over `ranges` ranges), walked tile by tile in scan order; a
+/// thread holds kItems / kVec vectors of each tile, striped across the block.
 template <class Problem, int kThreads, int kItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     flat_kernel(const typename Problem::Params p, const int64_t per_block, const int64_t ranges,
                 const FastDivisor length) {
   using C = typename Problem::C;
-  constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
   static_assert(kItems % kVec == 0, "items per thread are whole vectors");
-  constexpr int kRuns = kItems / kVec;
-  constexpr int64_t kRun = int64_t(kThreads) * kVec;
-  constexpr int64_t kTile = kRun * kRuns;
-  using Scan = SegmentBlockScan<C, kThreads, kReverse, kRuns>;
+  using Walk = FlatWalk<kThreads, kItems, kVec, Problem::kReverse>;
+  using Scan = SegmentBlockScan<C, kThreads, Problem::kReverse, Walk::kRuns>;
   __shared__ typename Scan::TempStorage storage;
   Scan scan(storage);
   const int rank = static_cast<int>(threadIdx.x);
 
   for (int64_t range = blockIdx.x; range < ranges; range += gridDim.x) {
     const FlatRange r = Problem::range(p, range, per_block);
-    const auto n = static_cast<int32_t>(r.hi - r.lo);  // the host keeps ranges under 2^31
     const Problem problem = Problem::at(p, r);
     problem.template empties<kThreads>(p, rank);
-    if (r.hi <= r.lo) continue;                 // the same for the whole block
-    const int64_t origin = r.lo - r.lo % kVec;  // on the vector grid
-    const int64_t tiles = ceil_div(r.hi - origin, kTile);
-    const auto lead_in = static_cast<int32_t>(origin - r.lo);  // -(kVec - 1) .. 0
-    // Grid position of this thread's vector in run j of the k-th tile in scan order.
-    const auto position = [&](int64_t k, int j) {
-      return origin + (kReverse ? tiles - 1 - k : k) * kTile + j * kRun + int64_t(rank) * kVec;
-    };
-
-    typename Problem::Loaded loaded[kRuns];
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(0, j));
+    if (r.hi <= r.lo) continue;  // the same for the whole block
+    const Walk w(r, rank);
     C carry = C(0);  // the range's first element in scan order starts a sequence
-#pragma unroll 1
-    for (int64_t k = 0; k < tiles; ++k) {
-      typename Problem::Work work[kRuns];
-      typename Problem::Marks marks[kRuns];
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j) {
-        const int64_t v = position(k, j);
-        const auto rel =
-            static_cast<int32_t>((kReverse ? tiles - 1 - k : k) * kTile + j * kRun + rank * kVec) +
-            lead_in;
-        marks[j] = problem.marks(rel, n, length);
-        problem.convert(loaded[j], v, marks[j], p, work[j]);
-      }
-      if (k + 1 < tiles) {  // the next tile's loads go out before this one's scan
-#pragma unroll
-        for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], position(k + 1, j));
-      }
-      Segment<C> aggregate[kRuns];
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j)
-        aggregate[j] = segment_reduce<kReverse>(work[j].a, work[j].b, marks[j].first);
-      C incoming[kRuns];
-      scan.scan_state(aggregate, incoming, carry);
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j) {
-        segment_scan<kReverse>(incoming[j], work[j].a, work[j].b, marks[j].first);
-        problem.store(work[j], position(k, j), marks[j], p);
-      }
-    }
+    walk_flat_tiles(problem, p, w, length, [&](auto& work, const auto& marks, int64_t k) {
+      scan_flat_tile(problem, p, w, scan, work, marks, k, carry);
+    });
   }
 }
 

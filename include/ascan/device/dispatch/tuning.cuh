@@ -363,6 +363,8 @@ struct FlatPolicy {
   /// `min_sequences_per_sm` of them per multiprocessor (flat_pays).
   int64_t max_length;
   double min_sequences_per_sm;
+  /// Packed calls with a workspace: tiles per window (flat_packed.cuh).
+  int window_tiles;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
@@ -376,7 +378,7 @@ struct FlatPolicy {
 /// count in between. Below that, calls are too small to tell the two apart.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
-  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0};
+  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, 4};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.

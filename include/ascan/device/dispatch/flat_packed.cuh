@@ -1,0 +1,144 @@
+// ascan/device/dispatch/flat_packed.cuh: packed sequences along time, (C, total) with offsets,
+// on the flat tiles (device/agent/flat_tiles.cuh).
+//
+// Two modes. With a workspace, windows: each channel's row is cut into windows of a few tiles
+// whatever the sequences are (PackedWindows), one block each, joined along the row by a decoupled
+// look-back (flat_lookback_kernel); the work of a block does not depend on the lengths, so one
+// long sequence among short ones spreads over as many blocks as any other. Without one (or with
+// Path::kFlat), whole sequences: a block takes the sequences of one channel that start in its
+// window (PackedSequences, flat_kernel), nothing crosses from one block to another, and a
+// sequence longer than a window keeps its block busy for all of it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../agent/flat_tiles.cuh"
+#include "../status.cuh"
+#include "dispatch.cuh"
+#include "flat_kernels.cuh"
+#include "row_kernels.cuh"
+#include "tuning.cuh"
+
+namespace ascan {
+namespace detail {
+
+#if defined(__CUDACC__)
+
+/// Flat look-back kernel: block `range` scans window range % windows (in scan order) of channel
+/// range / windows (PackedWindows). It first folds the window's pairs, tile by tile, into one
+/// Segment and publishes it: as the state after the window where the window holds a sequence
+/// start in scan order (nothing before it matters; window 0 always does), as its aggregate
+/// otherwise. Then one warp finds the state before the window from the windows before it
+/// (row_look_back: the nearest published state and the aggregates after it, folded in order with
+/// the same fmas as the sequential definition, so the same bits whatever the timing), the block
+/// publishes its own state (the same fma) and walks its tiles again, now from L2, scanning from
+/// that state and storing.
+template <class Problem, int kThreads, int kItems, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
+    flat_lookback_kernel(const typename Problem::Params p,
+                         const RowStates<typename Problem::C> states, const int64_t ranges) {
+  using C = typename Problem::C;
+  using Walk = FlatWalk<kThreads, kItems, Problem::kVec, Problem::kReverse>;
+  using Scan = SegmentBlockScan<C, kThreads, Problem::kReverse, Walk::kRuns>;
+  __shared__ typename Scan::TempStorage storage;
+  __shared__ C carry_in;
+  Scan scan(storage);
+  const int rank = static_cast<int>(threadIdx.x);
+  const uint64_t tag = states.tag << 2;
+  const FastDivisor none = FastDivisor::of(1);  // packed marks come from the offsets
+
+  for (int64_t range = blockIdx.x; range < ranges; range += gridDim.x) {
+    const FlatRange r = Problem::range(p, range, 0);
+    const Problem problem = Problem::at(p, r);
+    problem.template empties<kThreads>(p, rank);
+    const Walk w(r, rank);
+    Segment<C> total = segment_identity<C>();
+    walk_flat_tiles(problem, p, w, none, [&](auto& work, const auto& marks, int64_t) {
+      Segment<C> aggregate[Walk::kRuns];
+#pragma unroll
+      for (int j = 0; j < Walk::kRuns; ++j)
+        aggregate[j] = segment_reduce<Problem::kReverse>(work[j].a, work[j].b, marks[j].first);
+      total = compose(total, scan.reduce(aggregate));
+    });
+    const int64_t q = range % p.windows;  // the window's place in its row, in scan order
+    RowRecord<C>* const record = states.records + range;
+    C carry = C(0);
+    if (total.cut) {  // the same in every thread
+      if (rank == 0) row_publish_state(record, total.b, tag);
+    } else {
+      if (rank == 0) row_publish_aggregate(record, total.a, total.b, tag);
+      if (rank < kWarpThreads) {
+        const C x = row_look_back<C, kWarpThreads, 1, 4 * kWarpThreads>(
+            states.records + (range - q), q, 0, rank, tag);
+        if (rank == 0) {
+          carry_in = x;
+          row_publish_state(record, fma(total.a, x, total.b), tag);
+        }
+      }
+      __syncthreads();
+      carry = carry_in;
+    }
+    walk_flat_tiles(problem, p, w, none, [&](auto& work, const auto& marks, int64_t k) {
+      scan_flat_tile(problem, p, w, scan, work, marks, k, carry);
+    });
+  }
+}
+
+/// The windows of a packed call under policy F: F.window_tiles tiles each, ceil(length / window)
+/// to a channel.
+inline int64_t packed_windows(int64_t length, const FlatPolicy& F) {
+  return ceil_div(length, int64_t(F.window_tiles) * F.tile());
+}
+
+/// Launches the look-back kernel of packed `Problem` (FlatWindowForward, FlatWindowBackward)
+/// with policy F = Flat::kPolicy: one block per window, records in `workspace`.
+template <class Problem, class Flat>
+cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cudaStream_t stream) {
+  constexpr FlatPolicy F = Flat::kPolicy;
+  constexpr int kMinBlocks = Problem::kVec > 1 ? F.min_blocks : 1;
+  p.window = int64_t(F.window_tiles) * F.tile();
+  p.windows = packed_windows(p.length, F);
+  const int64_t ranges = p.channels * p.windows;  // the host keeps it under 2^31
+  const auto states = RowStates<typename Problem::C>::carve(workspace, call_tag());
+  return launch_kernel(&flat_lookback_kernel<Problem, F.threads, F.items, kMinBlocks>, ranges,
+                       F.threads, 0, stream, p, states, ranges);
+}
+
+/// Runs a validated, non-empty packed (C, total) call: windows joined by a look-back
+/// (`Windows<T, reverse, vector>`) where the call has a workspace and `path` is kAuto, whole
+/// sequences (`Whole<T, reverse, vector>`) otherwise (no workspace, or Path::kFlat).
+template <template <class, bool, bool> class Whole, template <class, bool, bool> class Windows,
+          class T, class Flat>
+Status run_flat_packed(const typename Whole<T, false, false>::Params& p, bool reverse, bool vector,
+                       Path path, const Scratch& scratch, cudaStream_t stream) {
+  using C = compute_t<T>;
+  constexpr FlatPolicy F = Flat::kPolicy;
+  const double ranges = double(p.channels) * double(packed_windows(p.length, F));
+  const bool windowed =
+      scratch.mode != Scratch::kNone && path == Path::kAuto && ranges <= double(kMaxTiles);
+  const size_t bytes = windowed ? RowStates<C>::bytes(int64_t(ranges), 1) : 0;
+  int sms = 0;
+  if (Status st = current_multiprocessors(sms); !st.ok()) return st;
+  return with_scratch(scratch, bytes, stream, [&](void* workspace) {
+    if (windowed) {
+      if (reverse)
+        return vector ? launch_flat_windows<Windows<T, true, true>, Flat>(p, workspace, stream)
+                      : launch_flat_windows<Windows<T, true, false>, Flat>(p, workspace, stream);
+      return vector ? launch_flat_windows<Windows<T, false, true>, Flat>(p, workspace, stream)
+                    : launch_flat_windows<Windows<T, false, false>, Flat>(p, workspace, stream);
+    }
+    if (reverse)
+      return vector ? launch_flat_packed<Whole<T, true, true>, Flat>(p, sms, stream)
+                    : launch_flat_packed<Whole<T, true, false>, Flat>(p, sms, stream);
+    return vector ? launch_flat_packed<Whole<T, false, true>, Flat>(p, sms, stream)
+                  : launch_flat_packed<Whole<T, false, false>, Flat>(p, sms, stream);
+  });
+}
+
+#endif  // __CUDACC__
+
+}  // namespace detail
+}  // namespace ascan
