@@ -296,6 +296,7 @@ struct FlatRange {
   int64_t first, count;
   int64_t lo, hi;
   int64_t channel, t_lo, t_hi;
+  bool opens;  ///< its first element in scan order starts a sequence (whole sequences: always)
 };
 
 /// Equal-length sequences back to back (a dense (B, C, T) tensor): a block's range is
@@ -317,6 +318,7 @@ struct EvenSequences {
     r.count = per_block < p.sequences - r.first ? per_block : p.sequences - r.first;
     r.lo = lead + r.first * p.length;
     r.hi = r.lo + r.count * p.length;
+    r.opens = true;
     return r;
   }
   template <class P>
@@ -430,6 +432,7 @@ struct PackedSequences {
     if (r.t_hi < r.t_lo) r.t_hi = r.t_lo;  // offsets that do not ascend
     r.lo = lead + channel * p.channel_stride + r.t_lo;
     r.hi = r.lo + (r.t_hi - r.t_lo);
+    r.opens = true;
     return r;
   }
   template <class P>
@@ -501,7 +504,7 @@ struct PackedSequences {
 };
 
 /// Packed sequences along time as PackedSequences, cut into windows of `window` times whatever
-/// the sequences are: block `index` takes window q = index % windows of channel index / windows
+/// the sequences are: block `index` takes window q = index / channels of channel index % channels
 /// in scan order (window q from the start, or from the end for a reverse scan), its times
 /// [t_lo, t_hi) and the sequences [s0, s1) that meet them; a window's first element need not
 /// start a sequence, so the state before it comes from the windows before (the look-back of
@@ -515,7 +518,10 @@ struct PackedWindows : PackedSequences<kVec> {
   static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t,
                                                     int64_t lead) {
     __shared__ int64_t bounds[2];
-    const int64_t channel = index / p.windows, q = index % p.windows;
+    __shared__ bool opens;
+    // channels fastest: the blocks resident at once hold a few windows of every channel, so a
+    // row's look-back chain is a few windows deep, not a whole wave of them
+    const int64_t channel = index % p.channels, q = index / p.channels;
     const int64_t window = kReverse ? p.windows - 1 - q : q;
     FlatRange r{};
     r.channel = channel;
@@ -526,15 +532,23 @@ struct PackedWindows : PackedSequences<kVec> {
     __syncthreads();  // the previous range's bounds are read
     if (warp < 2) {
       int64_t k;
-      if (warp == 0) {  // the sequence that holds t_lo, or an empty one at it
+      bool at_boundary;  // a sequence starts at t_lo (warp 0), or ends at t_hi (warp 1)
+      if (warp == 0) {   // the sequence that holds t_lo, or an empty one at it
         k = p.first_at_least(r.t_lo, lane);
-        if (k == p.count || p.offset(k) != r.t_lo) --k;
+        at_boundary = k < p.count && p.offset(k) == r.t_lo;
+        if (!at_boundary) --k;
       } else {  // past the last that starts before t_hi (the last window: every sequence)
-        k = window == p.windows - 1 ? p.count : p.first_at_least(r.t_hi, lane);
+        const bool last = window == p.windows - 1;
+        k = last ? p.count : p.first_at_least(r.t_hi, lane);
+        at_boundary = last || (k < p.count && p.offset(k) == r.t_hi);
       }
-      if (lane == 0) bounds[warp] = k;
+      if (lane == 0) {
+        bounds[warp] = k;
+        if (warp == (kReverse ? 1 : 0)) opens = at_boundary;
+      }
     }
     __syncthreads();
+    r.opens = opens;
     r.first = bounds[0];
     r.count = bounds[1] > bounds[0] ? bounds[1] - bounds[0] : 0;
     r.lo = lead + channel * p.channel_stride + r.t_lo;

@@ -27,15 +27,16 @@ namespace detail {
 
 #if defined(__CUDACC__)
 
-/// Flat look-back kernel: block `range` scans window range % windows (in scan order) of channel
-/// range / windows (PackedWindows). It first folds the window's pairs, tile by tile, into one
+/// Flat look-back kernel: block `range` scans window range / channels (in scan order) of channel
+/// range % channels (PackedWindows). It first folds the window's pairs, tile by tile, into one
 /// Segment and publishes it: as the state after the window where the window holds a sequence
-/// start in scan order (nothing before it matters; window 0 always does), as its aggregate
-/// otherwise. Then one warp finds the state before the window from the windows before it
-/// (row_look_back: the nearest published state and the aggregates after it, folded in order with
-/// the same fmas as the sequential definition, so the same bits whatever the timing), the block
-/// publishes its own state (the same fma) and walks its tiles again, now from L2, scanning from
-/// that state and storing.
+/// start in scan order (nothing before it matters for that state), as its aggregate otherwise.
+/// Then, unless its first element starts a sequence (window 0 always does), one warp finds the
+/// state before the window from the windows before it (row_look_back: the nearest published
+/// state and the aggregates after it, folded in order with the same fmas as the sequential
+/// definition, so the same bits whatever the timing), and a window without a start publishes its
+/// state (the same fma). Last the block walks its tiles again, now from L2, scanning from that
+/// state and storing.
 template <class Problem, int kThreads, int kItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     flat_lookback_kernel(const typename Problem::Params p,
@@ -63,19 +64,24 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
         aggregate[j] = segment_reduce<Problem::kReverse>(work[j].a, work[j].b, marks[j].first);
       total = compose(total, scan.reduce(aggregate));
     });
-    const int64_t q = range % p.windows;  // the window's place in its row, in scan order
-    RowRecord<C>* const record = states.records + range;
+    // the window's place in its row in scan order (as PackedWindows::range), its row's records
+    const int64_t q = range / p.channels;
+    RowRecord<C>* const row = states.records + r.channel * p.windows;
+    RowRecord<C>* const record = row + q;
+    // total and r.opens are the same in every thread
+    if (rank == 0) {
+      if (total.cut)
+        row_publish_state(record, total.b, tag);
+      else
+        row_publish_aggregate(record, total.a, total.b, tag);
+    }
     C carry = C(0);
-    if (total.cut) {  // the same in every thread
-      if (rank == 0) row_publish_state(record, total.b, tag);
-    } else {
-      if (rank == 0) row_publish_aggregate(record, total.a, total.b, tag);
+    if (!r.opens) {  // the window's first pairs continue a sequence from the windows before
       if (rank < kWarpThreads) {
-        const C x = row_look_back<C, kWarpThreads, 1, 4 * kWarpThreads>(
-            states.records + (range - q), q, 0, rank, tag);
+        const C x = row_look_back<C, kWarpThreads, 1, 4 * kWarpThreads>(row, q, 0, rank, tag);
         if (rank == 0) {
           carry_in = x;
-          row_publish_state(record, fma(total.a, x, total.b), tag);
+          if (!total.cut) row_publish_state(record, fma(total.a, x, total.b), tag);
         }
       }
       __syncthreads();
