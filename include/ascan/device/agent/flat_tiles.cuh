@@ -296,6 +296,7 @@ struct FlatRange {
   int64_t first, count;
   int64_t lo, hi;
   int64_t channel, t_lo, t_hi;
+  int64_t row_lo, row_hi;  ///< what the backward pass may read around it: its channel's row
   bool opens;  ///< its first element in scan order starts a sequence (whole sequences: always)
 };
 
@@ -318,6 +319,8 @@ struct EvenSequences {
     r.count = per_block < p.sequences - r.first ? per_block : p.sequences - r.first;
     r.lo = lead + r.first * p.length;
     r.hi = r.lo + r.count * p.length;
+    r.row_lo = r.lo;
+    r.row_hi = r.hi;
     r.opens = true;
     return r;
   }
@@ -432,6 +435,8 @@ struct PackedSequences {
     if (r.t_hi < r.t_lo) r.t_hi = r.t_lo;  // offsets that do not ascend
     r.lo = lead + channel * p.channel_stride + r.t_lo;
     r.hi = r.lo + (r.t_hi - r.t_lo);
+    r.row_lo = r.lo;
+    r.row_hi = r.hi;
     r.opens = true;
     return r;
   }
@@ -503,13 +508,13 @@ struct PackedSequences {
   }
 };
 
-/// Packed sequences along time as PackedSequences, cut into windows of `window` times whatever
-/// the sequences are: block `index` takes window q = index / channels of channel index % channels
-/// in scan order (window q from the start, or from the end for a reverse scan), its times
-/// [t_lo, t_hi) and the sequences [s0, s1) that meet them; a window's first element need not
-/// start a sequence, so the state before it comes from the windows before (the look-back of
-/// flat_lookback_kernel). An empty sequence belongs to the window that holds its offset (the
-/// last window also the offset `length`).
+/// Packed sequences along time as PackedSequences, cut into windows of `window` elements on the
+/// vector grid whatever the sequences are: block `index` takes window q = index / channels of
+/// channel index % channels in scan order (window q from the start, or from the end for a
+/// reverse scan), its times [t_lo, t_hi) and the sequences [s0, s1) that meet them; a window's
+/// first element need not start a sequence, so the state before it comes from the windows before
+/// (the look-back of flat_lookback_kernel). An empty sequence belongs to the window that holds its
+/// offset (the last window also the offset `length`).
 template <int kVec>
 struct PackedWindows : PackedSequences<kVec> {
   using Base = PackedSequences<kVec>;
@@ -525,8 +530,16 @@ struct PackedWindows : PackedSequences<kVec> {
     const int64_t window = kReverse ? p.windows - 1 - q : q;
     FlatRange r{};
     r.channel = channel;
-    r.t_lo = window * p.window;
-    r.t_hi = r.t_lo + p.window < p.length ? r.t_lo + p.window : p.length;
+    // windows on the vector grid, so that each is one tile: from the 16-byte boundary at or
+    // before the row's first element; the row's last window may be empty
+    r.row_lo = lead + channel * p.channel_stride;
+    r.row_hi = r.row_lo + p.length;
+    const int64_t origin = r.row_lo - r.row_lo % kVec + window * p.window;
+    r.lo = origin > r.row_lo ? origin : r.row_lo;
+    r.hi = origin + p.window < r.row_hi ? origin + p.window : r.row_hi;
+    if (r.hi < r.lo) r.hi = r.lo;
+    r.t_lo = r.lo - r.row_lo;
+    r.t_hi = r.hi - r.row_lo;
     const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
     __syncthreads();  // the previous range's bounds are read
@@ -537,8 +550,8 @@ struct PackedWindows : PackedSequences<kVec> {
         k = p.first_at_least(r.t_lo, lane);
         at_boundary = k < p.count && p.offset(k) == r.t_lo;
         if (!at_boundary) --k;
-      } else {  // past the last that starts before t_hi (the last window: every sequence)
-        const bool last = window == p.windows - 1;
+      } else {  // past the last that starts before t_hi (at the row's end: every sequence)
+        const bool last = r.t_hi == p.length;
         k = last ? p.count : p.first_at_least(r.t_hi, lane);
         at_boundary = last || (k < p.count && p.offset(k) == r.t_hi);
       }
@@ -549,19 +562,19 @@ struct PackedWindows : PackedSequences<kVec> {
     }
     __syncthreads();
     r.opens = opens;
-    r.first = bounds[0];
-    r.count = bounds[1] > bounds[0] ? bounds[1] - bounds[0] : 0;
-    r.lo = lead + channel * p.channel_stride + r.t_lo;
-    r.hi = r.lo + (r.t_hi - r.t_lo);
+    r.first = bounds[0] > 0 ? bounds[0] : 0;
+    r.count = bounds[1] > r.first ? bounds[1] - r.first : 0;
     return r;
   }
   template <class P>
   static __device__ __forceinline__ PackedWindows at(const P& p, const FlatRange& r) {
     return {Base::at(p, r)};
   }
-  /// Calls f(state offset) for each empty sequence whose offset lies in the window.
+  /// Calls f(state offset) for each empty sequence whose offset lies in the window (at the row's
+  /// end: in its last window that is not empty).
   template <int kThreads, class P, class F>
   __device__ __forceinline__ void empties(const P&, int rank, F&& f) const {
+    if (this->t_hi <= this->t_lo) return;
     for (int64_t k = this->s0 + rank; k < this->s1; k += kThreads) {
       const int64_t start = this->offset(k);
       if (start >= this->t_lo && this->end_of(k) <= start)
@@ -649,8 +662,9 @@ struct FlatBackwardOf {
   static constexpr bool kReverse = Inner::kReverse;
   static constexpr int kVec = Inner::kVec;
 
-  Inner inner;
+  Inner inner;  // reads the range's row (a window's neighbours lie outside it)
   Seqs seqs;
+  int64_t lo, hi;  // the range: what it writes
 
   static __device__ __forceinline__ int64_t lead(const Params& p) {
     return kVector ? lead_of(p.gates) : 0;
@@ -663,8 +677,9 @@ struct FlatBackwardOf {
     const int64_t l = lead(p);
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
     return {Inner{p.gates - l, p.states - l, p.grad_out - l, p.grad_gates - l, p.grad_tokens - l,
-                  r.lo, r.hi, C(0), kWarpThreads, lane == kWarpThreads - 1, lane == 0, 0, 0, true},
-            Seqs::at(p, r)};
+                  r.row_lo, r.row_hi, C(0), kWarpThreads, lane == kWarpThreads - 1, lane == 0, 0, 0,
+                  true},
+            Seqs::at(p, r), r.lo, r.hi};
   }
   template <int kThreads>
   __device__ __forceinline__ void empties(const Params& p, int rank) const {
@@ -693,7 +708,10 @@ struct FlatBackwardOf {
   }
   __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
-    inner.store(w, v);
+    Inner clipped = inner;
+    clipped.lo = lo;
+    clipped.hi = hi;
+    clipped.store(w, v);
     if (p.grad_initial_state == nullptr || m.last == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i)

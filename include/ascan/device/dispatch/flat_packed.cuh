@@ -1,7 +1,7 @@
 // ascan/device/dispatch/flat_packed.cuh: packed sequences along time, (C, total) with offsets,
 // on the flat tiles (device/agent/flat_tiles.cuh).
 //
-// Two modes. With a workspace, windows: each channel's row is cut into windows of a few tiles
+// Two modes. With a workspace, windows: each channel's row is cut into windows of one tile
 // whatever the sequences are (PackedWindows), one block each, joined along the row by a decoupled
 // look-back (flat_lookback_kernel); the work of a block does not depend on the lengths, so one
 // long sequence among short ones spreads over as many blocks as any other. Without one (or with
@@ -28,22 +28,24 @@ namespace detail {
 #if defined(__CUDACC__)
 
 /// Flat look-back kernel: block `range` scans window range / channels (in scan order) of channel
-/// range % channels (PackedWindows). It first folds the window's pairs, tile by tile, into one
-/// Segment and publishes it: as the state after the window where the window holds a sequence
-/// start in scan order (nothing before it matters for that state), as its aggregate otherwise.
-/// Then, unless its first element starts a sequence (window 0 always does), one warp finds the
-/// state before the window from the windows before it (row_look_back: the nearest published
-/// state and the aggregates after it, folded in order with the same fmas as the sequential
-/// definition, so the same bits whatever the timing), and a window without a start publishes its
-/// state (the same fma). Last the block walks its tiles again, now from L2, scanning from that
-/// state and storing.
+/// range % channels (PackedWindows), one tile of kItems elements a thread held in registers from
+/// its loads to its stores. It folds the window's pairs into one Segment and publishes it: as the
+/// state after the window where the window holds a sequence start in scan order (nothing before
+/// it matters for that state), as its aggregate otherwise. Then, unless its first element starts
+/// a sequence (window 0 always does), one warp finds the state before the window from the windows
+/// before it (row_look_back: the nearest published state and the aggregates after it, folded in
+/// order with the same fmas as the sequential definition, so the same bits whatever the timing),
+/// and a window without a start publishes its state (the same fma). Last the block scans the
+/// window from that state and stores it.
 template <class Problem, int kThreads, int kItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     flat_lookback_kernel(const typename Problem::Params p,
                          const RowStates<typename Problem::C> states, const int64_t ranges) {
   using C = typename Problem::C;
-  using Walk = FlatWalk<kThreads, kItems, Problem::kVec, Problem::kReverse>;
-  using Scan = SegmentBlockScan<C, kThreads, Problem::kReverse, Walk::kRuns>;
+  constexpr int kVec = Problem::kVec;
+  using Walk = FlatWalk<kThreads, kItems, kVec, Problem::kReverse>;
+  constexpr int kRuns = Walk::kRuns;
+  using Scan = SegmentBlockScan<C, kThreads, Problem::kReverse, kRuns>;
   __shared__ typename Scan::TempStorage storage;
   __shared__ C carry_in;
   Scan scan(storage);
@@ -55,15 +57,31 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     const FlatRange r = Problem::range(p, range, 0);
     const Problem problem = Problem::at(p, r);
     problem.template empties<kThreads>(p, rank);
-    const Walk w(r, rank);
+    const Walk w(r, rank);  // windows lie on the grid: one tile, none where the window is empty
+    typename Problem::Work work[kRuns];
+    typename Problem::Marks marks[kRuns];
+    Segment<C> aggregate[kRuns];
     Segment<C> total = segment_identity<C>();
-    walk_flat_tiles(problem, p, w, none, [&](auto& work, const auto& marks, int64_t) {
-      Segment<C> aggregate[Walk::kRuns];
+    if (w.tiles > 0) {  // the same in every thread
+      typename Problem::Loaded loaded[kRuns];
 #pragma unroll
-      for (int j = 0; j < Walk::kRuns; ++j)
+      for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], w.position(0, j));
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) {
+        const int32_t rel = w.relative(0, j);
+        marks[j] = problem.marks(rel, w.n, none);
+        problem.convert(loaded[j], w.position(0, j), marks[j], p, work[j]);
+        // elements outside the window (its lead-in, or past its end) fold as the identity
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) {
+          const bool inside = rel + i >= 0 && rel + i < w.n;
+          work[j].a[i] = inside ? work[j].a[i] : C(1);
+          work[j].b[i] = inside ? work[j].b[i] : C(0);
+        }
         aggregate[j] = segment_reduce<Problem::kReverse>(work[j].a, work[j].b, marks[j].first);
-      total = compose(total, scan.reduce(aggregate));
-    });
+      }
+      total = scan.reduce(aggregate);
+    }
     // the window's place in its row in scan order (as PackedWindows::range), its row's records
     const int64_t q = range / p.channels;
     RowRecord<C>* const row = states.records + r.channel * p.windows;
@@ -87,16 +105,24 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
       __syncthreads();
       carry = carry_in;
     }
-    walk_flat_tiles(problem, p, w, none, [&](auto& work, const auto& marks, int64_t k) {
-      scan_flat_tile(problem, p, w, scan, work, marks, k, carry);
-    });
+    if (w.tiles > 0) {
+      C incoming[kRuns];
+      scan.scan_state(aggregate, incoming, carry);
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) {
+        segment_scan<Problem::kReverse>(incoming[j], work[j].a, work[j].b, marks[j].first);
+        problem.store(work[j], w.position(0, j), marks[j], p);
+      }
+    }
   }
 }
 
-/// The windows of a packed call under policy F: F.window_tiles tiles each, ceil(length / window)
-/// to a channel.
-inline int64_t packed_windows(int64_t length, const FlatPolicy& F) {
-  return ceil_div(length, int64_t(F.window_tiles) * F.tile());
+/// The windows of a packed call under policy F, the same count for every channel: one tile of
+/// F.window_items elements a thread each, on the vector grid from the row's first element (so a
+/// row's last window may be empty).
+template <int kVec>
+int64_t packed_windows(int64_t length, const FlatPolicy& F) {
+  return ceil_div(length + kVec - 1, int64_t(F.threads) * F.window_items);
 }
 
 /// Launches the look-back kernel of packed `Problem` (FlatWindowForward, FlatWindowBackward)
@@ -104,13 +130,13 @@ inline int64_t packed_windows(int64_t length, const FlatPolicy& F) {
 template <class Problem, class Flat>
 cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cudaStream_t stream) {
   constexpr FlatPolicy F = Flat::kPolicy;
-  constexpr int kMinBlocks = Problem::kVec > 1 ? F.min_blocks : 1;
-  p.window = int64_t(F.window_tiles) * F.tile();
-  p.windows = packed_windows(p.length, F);
+  constexpr int kMinBlocks = Problem::kVec > 1 ? F.window_min_blocks : 1;
+  p.window = int64_t(F.threads) * F.window_items;
+  p.windows = packed_windows<Problem::kVec>(p.length, F);
   const int64_t ranges = p.channels * p.windows;  // the host keeps it under 2^31
   const auto states = RowStates<typename Problem::C>::carve(workspace, call_tag());
-  return launch_kernel(&flat_lookback_kernel<Problem, F.threads, F.items, kMinBlocks>, ranges,
-                       F.threads, 0, stream, p, states, ranges);
+  return launch_kernel(&flat_lookback_kernel<Problem, F.threads, F.window_items, kMinBlocks>,
+                       ranges, F.threads, 0, stream, p, states, ranges);
 }
 
 /// Runs a validated, non-empty packed (C, total) call: windows joined by a look-back
@@ -122,7 +148,8 @@ Status run_flat_packed(const typename Whole<T, false, false>::Params& p, bool re
                        Path path, const Scratch& scratch, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr FlatPolicy F = Flat::kPolicy;
-  const double ranges = double(p.channels) * double(packed_windows(p.length, F));
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // the larger count: vector or scalar
+  const double ranges = double(p.channels) * double(packed_windows<kVec>(p.length, F));
   const bool windowed =
       scratch.mode != Scratch::kNone && path == Path::kAuto && ranges <= double(kMaxTiles);
   const size_t bytes = windowed ? RowStates<C>::bytes(int64_t(ranges), 1) : 0;

@@ -363,8 +363,11 @@ struct FlatPolicy {
   /// `min_sequences_per_sm` of them per multiprocessor (flat_pays).
   int64_t max_length;
   double min_sequences_per_sm;
-  /// Packed calls with a workspace: tiles per window (flat_packed.cuh).
-  int window_tiles;
+  /// Packed calls with a workspace (flat_packed.cuh): a window is one tile of `window_items`
+  /// elements a thread (whole vectors), held in registers from its loads to its stores, with
+  /// `window_min_blocks` blocks per multiprocessor.
+  int window_items;
+  int window_min_blocks;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
 };
 
@@ -378,7 +381,8 @@ struct FlatPolicy {
 /// count in between. Below that, calls are too small to tell the two apart.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
-  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, 4};
+  static constexpr FlatPolicy kPolicy{128,   16 / kBytes,          8, 8, 8, 2048,
+                                      256.0, kBytes == 8 ? 8 : 16, 4};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
