@@ -170,6 +170,11 @@ void run_layout_row(benchmark::State& state, Op op, const std::string& case_name
       typename Dir::Args args = Dir::args(c.extent, false, false);
       args.shape = c.shape();
       args.packed = packed;
+      if (op == Op::kPath)  // the flat path forced: whole sequences a block
+        return measure_two_phase(
+            Dir::kWith,
+            [&](void* w, size_t& b) { return Dir::with(args, w, b, ascan::detail::Path::kFlat); },
+            ms);
       return measure_entry<Dir>(args, ms);
     });
   };
@@ -186,6 +191,12 @@ void register_layout_case(const char* group, const LayoutCase& c, bool backward)
   for (Op op : {Op::kCopy, backward ? Op::kBackward : Op::kScan})
     register_row(std::string(group) + (op == Op::kCopy ? "/copy/" : "/scan/") + tail,
                  [=](benchmark::State& st) { run_layout_row<T>(st, op, case_name, c, backward); });
+  // packed time-contiguous: also the flat kernel by whole sequences (what a call without a
+  // workspace runs), beside the library's windows
+  if (c.offsets && c.layout == Layout::kTimeContiguous)
+    register_row(std::string(group) + "/whole/" + tail, [=](benchmark::State& st) {
+      run_layout_row<T>(st, Op::kPath, case_name, c, backward);
+    });
 }
 
 }  // namespace

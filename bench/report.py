@@ -177,18 +177,21 @@ def grid_summary(paths):
 
 
 def rows_table(paths, prefix=""):
-    """The layout/ and varlen/ scan rows of `paths` (those whose case starts with `prefix`)."""
+    """The layout/ and varlen/ scan rows of `paths` (those whose case starts with `prefix`), and
+    the varlen/whole/ rows (the flat path forced on packed time-contiguous calls)."""
     runs = []
     for p in paths:
         out = {}
         for b in load(p):
             name = b["name"].split("/iterations")[0]
             parts = name.split("/")
-            if len(parts) < 3 or parts[0] not in ("layout", "varlen") or parts[1] != "scan":
+            if len(parts) < 3 or parts[0] not in ("layout", "varlen"):
+                continue
+            if parts[1] not in ("scan", "whole"):  # whole: packed, whole sequences forced
                 continue
             if b.get("error_occurred"):
                 continue  # a row that did not run (its error is in the raw file)
-            case = "/".join([parts[0]] + parts[2:])
+            case = "/".join([parts[0]] + (["whole"] if parts[1] == "whole" else []) + parts[2:])
             if case.startswith(prefix):
                 # paired runs add the spread of the per-pair ratios and the copy's outlier flag
                 pair = (b["ratio_p10"], b["ratio_p90"]) if "ratio_p10" in b else None
