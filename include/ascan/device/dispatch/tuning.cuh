@@ -375,10 +375,11 @@ struct FlatPolicy {
 /// per multiprocessor (the best or near it of six shapes probed on 13 cells of the sweep,
 /// results/flat_variants_d506904.txt). Taken for sequences of at most 2048 elements, at least
 /// 256 of them per multiprocessor. Forced against one block per sequence over the sweep
-/// (results/sweep_flat_d506904_run*.json), it was faster on every cell of 65536 sequences up to
-/// 1500 elements, f32 and bf16, forward and backward (1500: by 2-16%), and slower at 3000 (by
-/// 2-19%); at 16384 sequences it won and lost by up to 30% about equally, and the sweep has no
-/// count in between. Below that, calls are too small to tell the two apart.
+/// (results/sweep_flat_d506904_run*.json), at 65536 sequences of up to 1500 elements it was
+/// faster on 26 of 28 cells, f32 and bf16, forward and backward (T = 1500: by 2-16%), level on
+/// one and 8% slower on one (f32 forward, T = 100), and slower on all four at 3000 (by 2-19%); at
+/// 16384 sequences it won and lost by up to 30% about equally, and the sweep has no count in
+/// between. Below that, calls are too small to tell the two apart.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
   /// Packed windows: 16 elements a thread forward (2048 a window), 8 backward (its three arrays
