@@ -519,9 +519,11 @@ template <int kVec>
 struct PackedWindows : PackedSequences<kVec> {
   using Base = PackedSequences<kVec>;
 
-  /// Where block `index`'s window lies (its positions and times; not yet its sequences).
   template <bool kReverse, class P>
-  static __device__ __forceinline__ FlatRange place(const P& p, int64_t index, int64_t lead) {
+  static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t,
+                                                    int64_t lead) {
+    __shared__ int64_t bounds[2];
+    __shared__ bool opens;
     // channels fastest: the blocks resident at once hold a few windows of every channel, so a
     // row's look-back chain is a few windows deep, not a whole wave of them
     const int64_t channel = index % p.channels, q = index / p.channels;
@@ -538,15 +540,6 @@ struct PackedWindows : PackedSequences<kVec> {
     if (r.hi < r.lo) r.hi = r.lo;
     r.t_lo = r.lo - r.row_lo;
     r.t_hi = r.hi - r.row_lo;
-    return r;
-  }
-  /// The sequences [first, first + count) that meet a placed window, and whether its first
-  /// element in scan order starts one: found by warps 0 and 1 (the block has at least two) and
-  /// shared through shared memory. Every thread of the block calls it (it holds barriers).
-  template <bool kReverse, class P>
-  static __device__ __forceinline__ void locate(const P& p, FlatRange& r) {
-    __shared__ int64_t bounds[2];
-    __shared__ bool opens;
     const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
     __syncthreads();  // the previous range's bounds are read
@@ -571,12 +564,6 @@ struct PackedWindows : PackedSequences<kVec> {
     r.opens = opens;
     r.first = bounds[0] > 0 ? bounds[0] : 0;
     r.count = bounds[1] > r.first ? bounds[1] - r.first : 0;
-  }
-  template <bool kReverse, class P>
-  static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t,
-                                                    int64_t lead) {
-    FlatRange r = place<kReverse>(p, index, lead);
-    locate<kReverse>(p, r);
     return r;
   }
   template <class P>
@@ -620,13 +607,6 @@ struct FlatForwardOf {
   static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
                                                     int64_t per_block) {
     return Seqs::template range<kReverse>(p, index, per_block, lead(p));
-  }
-  /// PackedWindows' range in two steps: where the window lies, then its sequences.
-  static __device__ __forceinline__ FlatRange place(const Params& p, int64_t index) {
-    return Seqs::template place<kReverse>(p, index, lead(p));
-  }
-  static __device__ __forceinline__ void locate(const Params& p, FlatRange& r) {
-    Seqs::template locate<kReverse>(p, r);
   }
   static __device__ __forceinline__ FlatForwardOf at(const Params& p, const FlatRange& r) {
     const int64_t l = lead(p);
@@ -692,13 +672,6 @@ struct FlatBackwardOf {
   static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
                                                     int64_t per_block) {
     return Seqs::template range<kReverse>(p, index, per_block, lead(p));
-  }
-  /// PackedWindows' range in two steps: where the window lies, then its sequences.
-  static __device__ __forceinline__ FlatRange place(const Params& p, int64_t index) {
-    return Seqs::template place<kReverse>(p, index, lead(p));
-  }
-  static __device__ __forceinline__ void locate(const Params& p, FlatRange& r) {
-    Seqs::template locate<kReverse>(p, r);
   }
   static __device__ __forceinline__ FlatBackwardOf at(const Params& p, const FlatRange& r) {
     const int64_t l = lead(p);

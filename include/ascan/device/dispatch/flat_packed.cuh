@@ -54,23 +54,18 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   const FastDivisor none = FastDivisor::of(1);  // packed marks come from the offsets
 
   for (int64_t range = blockIdx.x; range < ranges; range += gridDim.x) {
-    // the window's loads go out first, its sequences are looked up while they fly
-    FlatRange r = Problem::place(p, range);
-    const Walk w(r, rank);  // windows lie on the grid: one tile, none where the window is empty
-    typename Problem::Loaded loaded[kRuns];
-    if (w.tiles > 0) {  // the same in every thread
-      const Problem loader = Problem::at(p, r);
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j) loader.load(loaded[j], w.position(0, j));
-    }
-    Problem::locate(p, r);
+    const FlatRange r = Problem::range(p, range, 0);
     const Problem problem = Problem::at(p, r);
     problem.template empties<kThreads>(p, rank);
+    const Walk w(r, rank);  // windows lie on the grid: one tile, none where the window is empty
     typename Problem::Work work[kRuns];
     typename Problem::Marks marks[kRuns];
     Segment<C> aggregate[kRuns];
     Segment<C> total = segment_identity<C>();
-    if (w.tiles > 0) {
+    if (w.tiles > 0) {  // the same in every thread
+      typename Problem::Loaded loaded[kRuns];
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], w.position(0, j));
 #pragma unroll
       for (int j = 0; j < kRuns; ++j) {
         const int32_t rel = w.relative(0, j);

@@ -382,9 +382,9 @@ struct FlatPolicy {
 /// between. Below that, calls are too small to tell the two apart.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
-  /// Packed windows: 16 elements a thread forward (2048 a window), 8 backward (its three arrays
-  /// in spilled registers at 16), double half that; no other shape measured.
-  static constexpr int kWindowItems = (kBytes == 8 ? 8 : 16) / (kBackward ? 2 : 1);
+  /// Packed windows: 16 elements a thread (2048 a window), double 8; no other shape measured
+  /// (8 backward measured slower: bench/RESULTS.md, "What was tried and dropped").
+  static constexpr int kWindowItems = kBytes == 8 ? 8 : 16;
   static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, 4};
 };
 
