@@ -3,10 +3,11 @@
 // Two paths:
 //   one block per sequence   the warp, block and chunked kernels, a row of the length table
 //                            (tuning.cuh); no scratch memory. Where the sequences lie back to
-//                            back and are short enough that their row would leave its tiles
-//                            partly empty (flat_pays), the flat kernel instead: whole sequences
-//                            many to a block in full tiles (flat_kernels.cuh); no scratch. Not
-//                            taken yet (FlatTuning's below_fill is 0): only Path::kFlat runs it.
+//                            back, are short and many (flat_pays: at most FlatPolicy::max_length
+//                            elements, at least min_sequences_per_sm per multiprocessor), the
+//                            flat kernel instead: whole sequences many to a block in full tiles
+//                            (flat_kernels.cuh); no scratch. Packed (C, total) calls take the
+//                            flat tiles too (flat_packed.cuh, from scan.cuh).
 //   many blocks per sequence lookback_staged_kernel (lookback_kernel on the scalar path and
 //                            where bulk copies are not available), when there are too few
 //                            sequences to fill the GPU (LookbackPolicy::max_sequences_per_sm per
