@@ -1300,7 +1300,7 @@ TYPED_TEST(LayoutTest, FlatDeterministic) {
   }
 }
 
-/// Packed (C, total) calls on the flat kernels, both modes: windows of four tiles joined by a
+/// Packed (C, total) calls on the flat kernels, both modes: windows of one staged tile joined by a
 /// look-back (the library's choice with a workspace), and whole sequences a block (Path::kFlat,
 /// or no workspace; windows of one to eight tiles). The long sequences cross many windows and
 /// runs of empty and one-element sequences fill others; arrays off the 16-byte grid alike (the

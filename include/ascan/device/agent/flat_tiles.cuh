@@ -519,11 +519,10 @@ template <int kVec>
 struct PackedWindows : PackedSequences<kVec> {
   using Base = PackedSequences<kVec>;
 
+  /// The window of block `index`, its place only (no offset is read): its channel, its grid
+  /// positions [lo, hi) and times [t_lo, t_hi), its channel's row.
   template <bool kReverse, class P>
-  static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t,
-                                                    int64_t lead) {
-    __shared__ int64_t bounds[2];
-    __shared__ bool opens;
+  static __device__ __forceinline__ FlatRange window(const P& p, int64_t index, int64_t lead) {
     // channels fastest: the blocks resident at once hold a few windows of every channel, so a
     // row's look-back chain is a few windows deep, not a whole wave of them
     const int64_t channel = index % p.channels, q = index / p.channels;
@@ -540,9 +539,18 @@ struct PackedWindows : PackedSequences<kVec> {
     if (r.hi < r.lo) r.hi = r.lo;
     r.t_lo = r.lo - r.row_lo;
     r.t_hi = r.hi - r.row_lo;
+    return r;
+  }
+  /// The sequences that meet window `r` ([first, first + count)) and whether its first element in
+  /// scan order starts one (`opens`), found by warps 0 and 1 (the block has at least two) and
+  /// shared through shared memory. Every thread of the block calls it (it holds two barriers).
+  template <bool kReverse, class P>
+  static __device__ __forceinline__ void find(const P& p, FlatRange& r) {
+    __shared__ int64_t bounds[2];
+    __shared__ bool opens;
     const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-    __syncthreads();  // the previous range's bounds are read
+    __syncthreads();  // the previous window's bounds are read
     if (warp < 2) {
       int64_t k;
       bool at_boundary;  // a sequence starts at t_lo (warp 0), or ends at t_hi (warp 1)
@@ -564,7 +572,6 @@ struct PackedWindows : PackedSequences<kVec> {
     r.opens = opens;
     r.first = bounds[0] > 0 ? bounds[0] : 0;
     r.count = bounds[1] > r.first ? bounds[1] - r.first : 0;
-    return r;
   }
   template <class P>
   static __device__ __forceinline__ PackedWindows at(const P& p, const FlatRange& r) {
@@ -583,6 +590,34 @@ struct PackedWindows : PackedSequences<kVec> {
   }
 };
 
+/// A packed window staged in shared memory (flat_window_kernel, dispatch/flat_packed.cuh):
+/// stream s holds the kSpan elements from grid position `origin` at slots + s * kSpan, and, where
+/// the Problem reads neighbours, the element just before the span at halo[2 s] and the one just
+/// after it at halo[2 s + 1]. Positions outside the channel's row hold the stream's fill.
+template <class T, int64_t kSpan>
+struct StagedWindow {
+  const T* slots;
+  const T* halo;
+  int64_t origin;
+
+  /// Element v of stream s, v from origin - 1 to origin + kSpan.
+  __device__ __forceinline__ T at(int s, int64_t v) const {
+    const int64_t e = v - origin;
+    return e < 0 ? halo[2 * s] : e >= kSpan ? halo[2 * s + 1] : slots[s * kSpan + e];
+  }
+  /// The kVec elements of stream s from grid position v (a vector of the span).
+  template <int kVec>
+  __device__ __forceinline__ void vector(int s, int64_t v, T (&r)[kVec]) const {
+    const T* q = slots + s * kSpan + (v - origin);
+    if constexpr (kVec * sizeof(T) == 16) {
+      *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(q);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) r[i] = q[i];
+    }
+  }
+};
+
 /// The forward scan over a flat range: ForwardProblem's loads and stores over the whole range,
 /// h0 folded into each sequence's first pair, the final state taken from the stored last output,
 /// an empty sequence's final state its h0 (or 0). `Seqs` says where the sequences lie
@@ -590,6 +625,7 @@ struct PackedWindows : PackedSequences<kVec> {
 template <class T, bool kReverseScan, bool kVector, class Seqs>
 struct FlatForwardOf {
   using Inner = ForwardProblem<T, kReverseScan, kVector>;
+  using Storage = T;
   using Params = typename Seqs::template Params<typename Inner::Params>;
   using Loaded = typename Inner::Loaded;
   using Work = typename Inner::Work;
@@ -611,6 +647,27 @@ struct FlatForwardOf {
   static __device__ __forceinline__ FlatForwardOf at(const Params& p, const FlatRange& r) {
     const int64_t l = lead(p);
     return {Inner{p.gates - l, p.tokens - l, p.out - l, r.lo, r.hi, 0, true}, Seqs::at(p, r)};
+  }
+  /// Packed windows (PackedWindows): a window's place, then its sequences (see there).
+  static __device__ __forceinline__ FlatRange window(const Params& p, int64_t index) {
+    return Seqs::template window<kReverse>(p, index, lead(p));
+  }
+  static __device__ __forceinline__ void find(const Params& p, FlatRange& r) {
+    Seqs::template find<kReverse>(p, r);
+  }
+  /// What a staged window holds (StagedWindow): gates and tokens, from these bases (grid position
+  /// v at stream(p, s)[v]), (1, 0) outside the row; no neighbours.
+  static constexpr int kStagedStreams = 2;
+  static constexpr bool kStagedHalo = false;
+  static __device__ __forceinline__ const T* stream(const Params& p, int s) {
+    return (s == 0 ? p.gates : p.tokens) - lead(p);
+  }
+  static __device__ __forceinline__ T fill(int s) { return to_storage<T>(s == 0 ? C(1) : C(0)); }
+  /// load, from a staged window.
+  template <class View>
+  __device__ __forceinline__ void load_staged(Loaded& r, int64_t v, const View& s) const {
+    s.vector(0, v, r.a);
+    s.vector(1, v, r.b);
   }
   template <int kThreads>
   __device__ __forceinline__ void empties(const Params& p, int rank) const {
@@ -654,6 +711,7 @@ struct FlatForwardOf {
 template <class T, bool kForwardReverse, bool kVector, class Seqs>
 struct FlatBackwardOf {
   using Inner = BackwardProblem<T, kForwardReverse, kVector>;
+  using Storage = T;
   using Params = typename Seqs::template Params<typename Inner::Params>;
   using Loaded = typename Inner::Loaded;
   using Work = typename Inner::Work;
@@ -680,6 +738,34 @@ struct FlatBackwardOf {
                   r.row_lo, r.row_hi, C(0), kWarpThreads, lane == kWarpThreads - 1, lane == 0, 0, 0,
                   true},
             Seqs::at(p, r), r.lo, r.hi};
+  }
+  /// Packed windows (PackedWindows): a window's place, then its sequences (see there).
+  static __device__ __forceinline__ FlatRange window(const Params& p, int64_t index) {
+    return Seqs::template window<kReverse>(p, index, lead(p));
+  }
+  static __device__ __forceinline__ void find(const Params& p, FlatRange& r) {
+    Seqs::template find<kReverse>(p, r);
+  }
+  /// What a staged window holds (StagedWindow): gates, states and upstream gradients, from these
+  /// bases, (1, 0, 0) outside the row (the fills of BackwardProblem::load with h0 = 0), and the
+  /// neighbours just outside the span, which the vectors at its edges pair with.
+  static constexpr int kStagedStreams = 3;
+  static constexpr bool kStagedHalo = true;
+  static __device__ __forceinline__ const T* stream(const Params& p, int s) {
+    return (s == 0 ? p.gates : s == 1 ? p.states : p.grad_out) - lead(p);
+  }
+  static __device__ __forceinline__ T fill(int s) { return to_storage<T>(s == 0 ? C(1) : C(0)); }
+  /// load (BackwardProblem::load), from a staged window: the lanes at a warp's edge take their
+  /// neighbour's gate and state from the window or its halo.
+  template <class View>
+  __device__ __forceinline__ void load_staged(Loaded& r, int64_t v, const View& s) const {
+    s.vector(0, v, r.a);
+    s.vector(1, v, r.x);
+    s.vector(2, v, r.g);
+    const int64_t ae = kForwardReverse ? v - 1 : v + kVec;
+    const int64_t xe = kForwardReverse ? v + kVec : v - 1;
+    if (kForwardReverse ? inner.low_edge : inner.high_edge) r.a_edge = to_compute<C>(s.at(0, ae));
+    if (kForwardReverse ? inner.high_edge : inner.low_edge) r.x_edge = to_compute<C>(s.at(1, xe));
   }
   template <int kThreads>
   __device__ __forceinline__ void empties(const Params& p, int rank) const {

@@ -364,8 +364,9 @@ struct FlatPolicy {
   int64_t max_length;
   double min_sequences_per_sm;
   /// Packed calls with a workspace (flat_packed.cuh): a window is one tile of `window_items`
-  /// elements a thread (whole vectors), held in registers from its loads to its stores, with
-  /// `window_min_blocks` blocks per multiprocessor.
+  /// elements a thread (whole vectors; on the scalar path as many single elements as it has
+  /// vectors), staged in shared memory from its loads to its stores, with `window_min_blocks`
+  /// blocks per multiprocessor the registers must allow.
   int window_items;
   int window_min_blocks;
   constexpr int64_t tile() const { return int64_t(threads) * items; }
@@ -382,10 +383,11 @@ struct FlatPolicy {
 /// between. Below that, calls are too small to tell the two apart.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
-  /// Packed windows: 16 elements a thread (2048 a window), double 8; no other shape measured
-  /// (8 backward measured slower: bench/RESULTS.md, "What was tried and dropped").
-  static constexpr int kWindowItems = kBytes == 8 ? 8 : 16;
-  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, 4};
+  /// Packed windows: 16 KiB of each stream forward (4096 f32 elements), 8 KiB backward (three
+  /// streams), so a window's slots take 32 or 24 KiB of shared memory and six blocks fit a
+  /// multiprocessor.
+  static constexpr int kWindowItems = (kBackward ? 8192 : 16384) / (128 * kBytes);
+  static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, 6};
 };
 
 /// Index of the row of `Table` that scans sequences of `span` elements.
