@@ -298,6 +298,7 @@ struct FlatRange {
   int64_t channel, t_lo, t_hi;
   int64_t row_lo, row_hi;  ///< what the backward pass may read around it: its channel's row
   bool opens;  ///< its first element in scan order starts a sequence (whole sequences: always)
+  bool closes;  ///< packed windows: a sequence ends at t_hi (one starts there, or the row ends)
 };
 
 /// Equal-length sequences back to back (a dense (B, C, T) tensor): a block's range is
@@ -508,6 +509,31 @@ struct PackedSequences {
   }
 };
 
+/// The last sequence of [s0, s1) that starts at or before time t (s0 where none does; some k of
+/// [s0, s1) with offsets that do not ascend), by bisection over the offsets as
+/// PackedSequences::offset reads them. Out of line: a window calls it only for the few elements
+/// that start or end a sequence, and inline it would lengthen every vector's code.
+__device__ __noinline__ inline int64_t sequence_at(const int32_t* offsets32,
+                                                   const int64_t* offsets64, int64_t count,
+                                                   int64_t length, int64_t s0, int64_t s1,
+                                                   int64_t t) {
+  const auto offset = [&](int64_t k) -> int64_t {
+    if (k <= 0) return 0;
+    if (k >= count) return length;
+    const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
+    return v < 0 ? 0 : (v > length ? length : v);
+  };
+  int64_t lo = s0, hi = s1 - 1;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (offset(mid) <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 /// Packed sequences along time as PackedSequences, cut into windows of `window` elements on the
 /// vector grid whatever the sequences are: block `index` takes window q = index / channels of
 /// channel index % channels in scan order (window q from the start, or from the end for a
@@ -518,6 +544,14 @@ struct PackedSequences {
 template <int kVec>
 struct PackedWindows : PackedSequences<kVec> {
   using Base = PackedSequences<kVec>;
+  /// Bit i of `first` (`last`): element i is its sequence's first (last) element in scan order;
+  /// `t` the time of element 0.
+  struct Marks {
+    uint32_t first, last;
+    int64_t t;
+  };
+  const uint32_t* bits;  ///< mark_starts's bits, in shared memory
+  int64_t t_origin;
 
   /// The window of block `index`, its place only (no offset is read): its channel, its grid
   /// positions [lo, hi) and times [t_lo, t_hi), its channel's row.
@@ -547,7 +581,7 @@ struct PackedWindows : PackedSequences<kVec> {
   template <bool kReverse, class P>
   static __device__ __forceinline__ void find(const P& p, FlatRange& r) {
     __shared__ int64_t bounds[2];
-    __shared__ bool opens;
+    __shared__ bool edges[2];  // a sequence starts at t_lo; one ends at t_hi
     const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
     __syncthreads();  // the previous window's bounds are read
@@ -565,17 +599,65 @@ struct PackedWindows : PackedSequences<kVec> {
       }
       if (lane == 0) {
         bounds[warp] = k;
-        if (warp == (kReverse ? 1 : 0)) opens = at_boundary;
+        edges[warp] = at_boundary;
       }
     }
     __syncthreads();
-    r.opens = opens;
+    r.opens = edges[kReverse ? 1 : 0];
+    r.closes = edges[1];
     r.first = bounds[0] > 0 ? bounds[0] : 0;
     r.count = bounds[1] > r.first ? bounds[1] - r.first : 0;
   }
+  /// Where the window's sequences start, for marks(): bit e of `bits` (span + 1 bits, zeroed
+  /// before find's barriers) set where a non-empty sequence starts at time t_origin + e, and bit
+  /// t_hi - t_origin where a sequence ends at t_hi (r.closes); `t_origin` the time of the window's
+  /// first grid position (span of them). Spread over the block's threads; the caller holds a
+  /// barrier before marks() reads the bits.
+  template <int kThreads>
+  __device__ __forceinline__ void mark_starts(uint32_t* bits, int64_t origin, int64_t span,
+                                              bool closes, int rank) {
+    const auto set = [&](int64_t e) { atomicOr(bits + (e >> 5), 1u << (e & 31)); };
+    for (int64_t k = this->s0 + rank; k < this->s1; k += kThreads) {
+      const int64_t q = this->offset(k);
+      // a sequence that starts before the window (the first), an empty one, or (offsets that do
+      // not ascend) one outside it: no bit
+      if (q < this->t_lo || q >= this->t_hi || this->end_of(k) <= q) continue;
+      set(q - origin);
+    }
+    if (rank == 0 && closes && this->t_hi - origin <= span) set(this->t_hi - origin);
+    this->bits = bits;
+    t_origin = origin;
+  }
   template <class P>
   static __device__ __forceinline__ PackedWindows at(const P& p, const FlatRange& r) {
-    return {Base::at(p, r)};
+    return {Base::at(p, r), nullptr, 0};
+  }
+  /// The marks of the kVec elements from `rel` (elements from the window's first) in a window of
+  /// `n` elements, from the start bits (mark_starts): element i is its sequence's first in memory
+  /// order where a sequence starts at its time, its last where one starts at the next time.
+  template <int kV, bool kReverse>
+  __device__ __forceinline__ Marks marks(int32_t rel, int32_t n, const FastDivisor&) const {
+    static_assert(kV == kVec && kVec <= 8, "one vector width");
+    const int64_t t = this->t_lo + rel;
+    const int64_t e = t - t_origin;  // a multiple of kVec, at most span - kVec
+    const uint64_t pair =
+        (uint64_t{bits[(e >> 5) + 1]} << 32) | bits[e >> 5];  // bits e .. e + kVec lie in it
+    const uint32_t near = static_cast<uint32_t>(pair >> (e & 31));
+    uint32_t inside = (1u << kVec) - 1;
+    if (rel < 0 || rel > n - kVec) {  // the window's edge vectors
+      const int32_t from = rel < 0 ? -rel : 0, to = n - rel < kVec ? n - rel : kVec;
+      inside = to <= from ? 0u : ((1u << to) - 1) & ~((1u << from) - 1);
+    }
+    const uint32_t head = near & inside, tail = (near >> 1) & inside;
+    return {kReverse ? tail : head, kReverse ? head : tail, t};
+  }
+  /// Offset of the states of the sequence of element i of a marked vector: the last of the
+  /// window's sequences that starts at or before its time (out of line: only marked elements ask).
+  __device__ __forceinline__ int64_t state(const Marks& m, int i) const {
+    return sequence_at(this->offsets32, this->offsets64, this->count, this->length, this->s0,
+                       this->s1, m.t + i) *
+               this->state_batch_stride +
+           this->channel_state;
   }
   /// Calls f(state offset) for each empty sequence whose offset lies in the window (at the row's
   /// end: in its last window that is not empty).

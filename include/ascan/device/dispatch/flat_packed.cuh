@@ -95,6 +95,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   __shared__ typename Scan::TempStorage storage;
   __shared__ C carry_in;
   __shared__ T halo[2 * Problem::kStagedStreams];
+  __shared__ uint32_t starts[kSpan / 32 + 1];  // the window's start bits (mark_starts)
   extern __shared__ uint4 staged[];  // kStagedStreams * kSpan elements
   T* const slots = reinterpret_cast<T*>(staged);
   Scan scan(storage);
@@ -107,9 +108,13 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     const Walk w(r, rank);  // windows lie on the grid: one tile, none where the window is empty
     if (range != blockIdx.x) __syncthreads();  // the previous window's elements are read
     if (w.tiles > 0) stage_window<Problem, Walk, T, kSpan>(p, r, w, slots, halo);
-    Problem::find(p, r);
-    const Problem problem = Problem::at(p, r);
+    for (int i = rank; i < kSpan / 32 + 1; i += kThreads) starts[i] = 0;
+    Problem::find(p, r);  // its barriers order the zeroing before the marking
+    Problem problem = Problem::at(p, r);
     problem.template empties<kThreads>(p, rank);
+    if (w.tiles > 0)
+      problem.seqs.template mark_starts<kThreads>(starts, w.origin - r.row_lo, kSpan, r.closes,
+                                                  rank);
     const StagedWindow<T, kSpan> view{slots, halo, w.origin};
     // One run's pairs and marks, from the staged elements: elements outside the window (its
     // lead-in, or past its end) fold as the identity.
@@ -130,7 +135,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     Segment<C> total = segment_identity<C>();
     if (w.tiles > 0) {  // the same in every thread
       __pipeline_wait_prior(0);
-      __syncthreads();  // every thread's copies have landed
+      __syncthreads();  // every thread's copies have landed, and the start bits are set
 #pragma unroll
       for (int j = 0; j < kRuns; ++j) {
         typename Problem::Work work;
