@@ -672,30 +672,48 @@ struct PackedWindows : PackedSequences<kVec> {
   }
 };
 
-/// A packed window staged in shared memory (flat_window_kernel, dispatch/flat_packed.cuh):
-/// stream s holds the kSpan elements from grid position `origin` at slots + s * kSpan, and, where
-/// the Problem reads neighbours, the element just before the span at halo[2 s] and the one just
-/// after it at halo[2 s + 1]. Positions outside the channel's row hold the stream's fill.
-template <class T, int64_t kSpan>
+/// A packed window staged in shared memory (flat_window_kernel, dispatch/flat_packed.cuh): the
+/// kSpan elements of each stream from grid position `origin`, vector V (kVec elements) of stream s
+/// at slot V + V / 8 of the stream's kSlots (one slot of padding after every eight, so that the
+/// eight threads of a quarter warp reading the j-th of their 4 or 8 consecutive vectors meet eight
+/// different bank groups, as do eight consecutive vectors); where the Problem reads neighbours,
+/// the element just before the span at halo[2 s] and the one just after it at halo[2 s + 1].
+/// Positions outside the channel's row hold the stream's fill.
+template <class T, int kVec, int64_t kSpan>
 struct StagedWindow {
-  const T* slots;
-  const T* halo;
+  static constexpr int kVectors = static_cast<int>(kSpan / kVec);
+  static constexpr int kSlots = kVectors + kVectors / 8;
+  static constexpr int64_t kStreamElements = int64_t(kSlots) * kVec;
+  T* slots;
+  T* halo;
   int64_t origin;
 
+  /// The first element of vector V (from the span's first) of stream s.
+  __device__ __forceinline__ T* slot(int s, int64_t V) const {
+    return slots + s * kStreamElements + (V + V / 8) * kVec;
+  }
   /// Element v of stream s, v from origin - 1 to origin + kSpan.
   __device__ __forceinline__ T at(int s, int64_t v) const {
     const int64_t e = v - origin;
-    return e < 0 ? halo[2 * s] : e >= kSpan ? halo[2 * s + 1] : slots[s * kSpan + e];
+    return e < 0 ? halo[2 * s] : e >= kSpan ? halo[2 * s + 1] : slot(s, e / kVec)[e % kVec];
   }
-  /// The kVec elements of stream s from grid position v (a vector of the span).
-  template <int kVec>
+  /// The vector of stream s at grid position v (a vector of the span), and the way back.
   __device__ __forceinline__ void vector(int s, int64_t v, T (&r)[kVec]) const {
-    const T* q = slots + s * kSpan + (v - origin);
+    const T* q = slot(s, (v - origin) / kVec);
     if constexpr (kVec * sizeof(T) == 16) {
       *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(q);
     } else {
 #pragma unroll
       for (int i = 0; i < kVec; ++i) r[i] = q[i];
+    }
+  }
+  __device__ __forceinline__ void put(int s, int64_t v, const T (&y)[kVec]) const {
+    T* q = slot(s, (v - origin) / kVec);
+    if constexpr (kVec * sizeof(T) == 16) {
+      *reinterpret_cast<uint4*>(q) = *reinterpret_cast<const uint4*>(y);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) q[i] = y[i];
     }
   }
 };
@@ -726,7 +744,8 @@ struct FlatForwardOf {
                                                     int64_t per_block) {
     return Seqs::template range<kReverse>(p, index, per_block, lead(p));
   }
-  static __device__ __forceinline__ FlatForwardOf at(const Params& p, const FlatRange& r) {
+  static __device__ __forceinline__ FlatForwardOf at(const Params& p, const FlatRange& r,
+                                                     bool /*blocked*/ = false) {
     const int64_t l = lead(p);
     return {Inner{p.gates - l, p.tokens - l, p.out - l, r.lo, r.hi, 0, true}, Seqs::at(p, r)};
   }
@@ -773,15 +792,23 @@ struct FlatForwardOf {
         w.b[i] = w.a[i] * h0 + w.b[i];
       }
   }
-  __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
-                                        const Params& p) const {
-    alignas(16) T y[kVec];
-    inner.narrow(w, y);
-    store_vector<kVec>(inner.x, v, inner.lo, inner.hi, y);
+  /// A scanned vector's outputs, rounded (its states), and the final states it holds: a staged
+  /// window puts them in its gates' slots and stores them from there.
+  static constexpr int kStagedOutputs = 1;
+  static __device__ __forceinline__ T* output(const Params& p, int) { return p.out - lead(p); }
+  __device__ __forceinline__ void outputs(const Work& w, int64_t, const Marks& m, const Params& p,
+                                          T (&y)[1][kVec]) const {
+    inner.narrow(w, y[0]);
     if (p.final_state == nullptr || m.last == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i)
-      if (m.last & (1u << i)) p.final_state[seqs.state(m, i)] = y[i];
+      if (m.last & (1u << i)) p.final_state[seqs.state(m, i)] = y[0][i];
+  }
+  __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
+                                        const Params& p) const {
+    alignas(16) T y[1][kVec];
+    outputs(w, v, m, p, y);
+    store_vector<kVec>(inner.x, v, inner.lo, inner.hi, y[0]);
   }
 };
 
@@ -813,12 +840,15 @@ struct FlatBackwardOf {
                                                     int64_t per_block) {
     return Seqs::template range<kReverse>(p, index, per_block, lead(p));
   }
-  static __device__ __forceinline__ FlatBackwardOf at(const Params& p, const FlatRange& r) {
+  /// `blocked`: a thread holds consecutive vectors (flat_window_kernel), so no lane exchanges
+  /// neighbours by shuffle: every vector takes them from load_staged.
+  static __device__ __forceinline__ FlatBackwardOf at(const Params& p, const FlatRange& r,
+                                                      bool blocked = false) {
     const int64_t l = lead(p);
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
     return {Inner{p.gates - l, p.states - l, p.grad_out - l, p.grad_gates - l, p.grad_tokens - l,
-                  r.row_lo, r.row_hi, C(0), kWarpThreads, lane == kWarpThreads - 1, lane == 0, 0, 0,
-                  true},
+                  r.row_lo, r.row_hi, C(0), blocked ? 1 : kWarpThreads,
+                  blocked || lane == kWarpThreads - 1, blocked || lane == 0, 0, 0, true},
             Seqs::at(p, r), r.lo, r.hi};
   }
   /// Packed windows (PackedWindows): a window's place, then its sequences (see there).
@@ -874,6 +904,8 @@ struct FlatBackwardOf {
             p.initial_state != nullptr ? to_compute<C>(p.initial_state[seqs.state(m, i)]) : C(0);
     }
   }
+  /// A staged window's gradients go to memory from registers (store).
+  static constexpr int kStagedOutputs = 0;
   __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
     Inner clipped = inner;

@@ -28,27 +28,29 @@ namespace detail {
 
 #if defined(__CUDACC__)
 
-/// Stages this thread's vectors of window `w` (run j at w.position(0, j)) into `view`'s slots,
-/// stream by stream: 16-byte asynchronous copies (cp.async: no register holds them while they
-/// fly) where a vector lies inside the row [row_lo, row_hi), the elements one by one with the
-/// stream's fill outside it otherwise (the row's edge vectors, and the scalar path). Thread 0
-/// stages the halo. The copies are committed; the caller waits for them (__pipeline_wait_prior)
-/// and holds a barrier before any thread reads another's elements.
-template <class Problem, class Walk, class T, int64_t kSpan>
+/// Stages window `r` into `view`, stream by stream, thread `rank` taking vectors rank,
+/// rank + kThreads, ... (kVectors of them; each warp's copies one contiguous stretch): 16-byte
+/// asynchronous copies (cp.async: no register holds them while they fly) where a vector lies inside
+/// the row [row_lo, row_hi), the elements one by one with the stream's fill outside it otherwise
+/// (the row's edge vectors, and the scalar path). Thread 0 stages the halo. The copies are
+/// committed; the caller waits for them (__pipeline_wait_prior) and holds a barrier before any
+/// thread reads the window.
+template <class Problem, int kThreads, int kVectors, class View>
 __device__ __forceinline__ void stage_window(const typename Problem::Params& p, const FlatRange& r,
-                                             const Walk& w, T* slots, T* halo) {
+                                             const View& view, int rank) {
+  using T = typename Problem::Storage;
   constexpr int kVec = Problem::kVec;
-  constexpr int kStreams = Problem::kStagedStreams;
   const auto element = [&](const T* src, int64_t v, int s) {
     return v >= r.row_lo && v < r.row_hi ? src[v] : Problem::fill(s);
   };
 #pragma unroll
-  for (int s = 0; s < kStreams; ++s) {
+  for (int s = 0; s < Problem::kStagedStreams; ++s) {
     const T* src = Problem::stream(p, s);
 #pragma unroll
-    for (int j = 0; j < Walk::kRuns; ++j) {
-      const int64_t v = w.position(0, j);
-      T* dst = slots + s * kSpan + (v - w.origin);
+    for (int i = 0; i < kVectors; ++i) {
+      const int64_t V = int64_t(i) * kThreads + rank;
+      const int64_t v = view.origin + V * kVec;
+      T* dst = view.slot(s, V);
       if constexpr (kVec * sizeof(T) == 16) {
         if (v >= r.row_lo && v + kVec <= r.row_hi) {
           __pipeline_memcpy_async(dst, src + v, 16);
@@ -56,12 +58,12 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
         }
       }
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) dst[i] = element(src, v + i, s);
+      for (int k = 0; k < kVec; ++k) dst[k] = element(src, v + k, s);
     }
     if constexpr (Problem::kStagedHalo) {
-      if (threadIdx.x == 0) {
-        halo[2 * s] = element(src, w.origin - 1, s);
-        halo[2 * s + 1] = element(src, w.origin + kSpan, s);
+      if (rank == 0) {
+        view.halo[2 * s] = element(src, view.origin - 1, s);
+        view.halo[2 * s + 1] = element(src, view.origin + View::kVectors * kVec, s);
       }
     }
   }
@@ -69,35 +71,42 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
 }
 
 /// Packed window kernel: block `range` scans window range / channels (in scan order) of channel
-/// range % channels (PackedWindows), one tile of kItems elements a thread, staged in shared
-/// memory (stage_window) so that a block holds its window at the cost of shared memory only and
-/// a multiprocessor keeps several windows' bytes in flight while each looks back. The copies go
-/// out before the window's sequences are searched for, so the search's round trips overlap them.
-/// The block folds the window's pairs into one Segment and publishes it: as the state after the
-/// window where the window holds a sequence start in scan order (nothing before it matters for
-/// that state), as its aggregate otherwise. Then, unless its first element starts a sequence
-/// (window 0 always does), one warp finds the state before the window from the windows before it
-/// (row_look_back: the nearest published state and the aggregates after it, folded in order with
-/// the same fmas as the sequential definition, so the same bits whatever the timing), and a window
-/// without a start publishes its state (the same fma). Last the block reads its elements again
-/// from shared memory, scans them from that state and stores them.
+/// range % channels (PackedWindows), kItems elements a thread, staged in shared memory
+/// (stage_window) so that a block holds its window at the cost of shared memory only and a
+/// multiprocessor keeps several windows' bytes in flight while each looks back. The copies go out
+/// before the window's sequences are searched for, so the search's round trips overlap them; the
+/// sequence starts go into a bitmask (PackedWindows::mark_starts). A thread takes kItems
+/// consecutive elements (blocked, as CUB's BlockLoad arrangement), folds them in one pass into one
+/// Segment, and the block scans one Segment a thread. The block publishes the window's Segment: as
+/// the state after the window where the window holds a sequence start in scan order (nothing
+/// before it matters for that state), as its aggregate otherwise. Then, unless its first element
+/// starts a sequence (window 0 always does), one warp finds the state before the window from the
+/// windows before it (row_look_back: the nearest published state and the aggregates after it,
+/// folded in order with the same fmas as the sequential definition, so the same bits whatever the
+/// timing), and a window without a start publishes its state (the same fma). Last each thread
+/// reads its elements again and scans them from the state entering them. The forward scan puts
+/// its outputs in shared memory over its gates, and the block stores them in coalesced
+/// stretches, clipped to the window. The backward pass stores its gradients from registers (its
+/// threads read their neighbours' gates and states, so nothing may go over those before the
+/// whole block has scanned).
 template <class Problem, int kThreads, int kItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     flat_window_kernel(const typename Problem::Params p,
                        const RowStates<typename Problem::C> states, const int64_t ranges) {
   using C = typename Problem::C;
   using T = typename Problem::Storage;
+  constexpr bool kReverse = Problem::kReverse;
   constexpr int kVec = Problem::kVec;
-  using Walk = FlatWalk<kThreads, kItems, kVec, Problem::kReverse>;
-  constexpr int kRuns = Walk::kRuns;
-  constexpr int64_t kSpan = Walk::kTile;
-  using Scan = SegmentBlockScan<C, kThreads, Problem::kReverse, kRuns>;
+  static_assert(kItems % kVec == 0, "items per thread are whole vectors");
+  constexpr int kVectors = kItems / kVec;  // a thread's, consecutive
+  constexpr int64_t kSpan = int64_t(kThreads) * kItems;
+  using View = StagedWindow<T, kVec, kSpan>;
+  using Scan = SegmentBlockScan<C, kThreads, kReverse, 1>;
   __shared__ typename Scan::TempStorage storage;
   __shared__ C carry_in;
   __shared__ T halo[2 * Problem::kStagedStreams];
   __shared__ uint32_t starts[kSpan / 32 + 1];  // the window's start bits (mark_starts)
-  extern __shared__ uint4 staged[];  // kStagedStreams * kSpan elements
-  T* const slots = reinterpret_cast<T*>(staged);
+  extern __shared__ uint4 staged[];  // kStagedStreams * View::kStreamElements elements
   Scan scan(storage);
   const int rank = static_cast<int>(threadIdx.x);
   const uint64_t tag = states.tag << 2;
@@ -105,45 +114,50 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
 
   for (int64_t range = blockIdx.x; range < ranges; range += gridDim.x) {
     FlatRange r = Problem::window(p, range);
-    const Walk w(r, rank);  // windows lie on the grid: one tile, none where the window is empty
-    if (range != blockIdx.x) __syncthreads();  // the previous window's elements are read
-    if (w.tiles > 0) stage_window<Problem, Walk, T, kSpan>(p, r, w, slots, halo);
+    const bool any = r.hi > r.lo;  // a row's last window may be empty; the same in every thread
+    const View view{reinterpret_cast<T*>(staged), halo, r.lo - r.lo % kVec};
+    if (range != blockIdx.x) __syncthreads();  // the previous window is read and stored
+    if (any) stage_window<Problem, kThreads, kVectors>(p, r, view, rank);
     for (int i = rank; i < kSpan / 32 + 1; i += kThreads) starts[i] = 0;
     Problem::find(p, r);  // its barriers order the zeroing before the marking
-    Problem problem = Problem::at(p, r);
+    Problem problem = Problem::at(p, r, true);
     problem.template empties<kThreads>(p, rank);
-    if (w.tiles > 0)
-      problem.seqs.template mark_starts<kThreads>(starts, w.origin - r.row_lo, kSpan, r.closes,
+    if (any)
+      problem.seqs.template mark_starts<kThreads>(starts, view.origin - r.row_lo, kSpan, r.closes,
                                                   rank);
-    const StagedWindow<T, kSpan> view{slots, halo, w.origin};
-    // One run's pairs and marks, from the staged elements: elements outside the window (its
-    // lead-in, or past its end) fold as the identity.
+    // This thread's vector j (memory order) at grid position first + j * kVec: its pairs and
+    // marks, from the staged elements; elements outside the window (its lead-in, or past its
+    // end) fold as the identity.
+    const int64_t first = view.origin + int64_t(rank) * kItems;
+    const int32_t n = static_cast<int32_t>(r.hi - r.lo);  // a window is under 2^31 elements
     const auto pairs = [&](int j, typename Problem::Work& work, typename Problem::Marks& marks) {
+      const int64_t v = first + j * kVec;
       typename Problem::Loaded loaded;
-      problem.load_staged(loaded, w.position(0, j), view);
-      const int32_t rel = w.relative(0, j);
-      marks = problem.marks(rel, w.n, none);
-      problem.convert(loaded, w.position(0, j), marks, p, work);
+      problem.load_staged(loaded, v, view);
+      const int32_t rel = static_cast<int32_t>(v - r.lo);
+      marks = problem.marks(rel, n, none);
+      problem.convert(loaded, v, marks, p, work);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) {
-        const bool inside = rel + i >= 0 && rel + i < w.n;
+        const bool inside = rel + i >= 0 && rel + i < n;
         work.a[i] = inside ? work.a[i] : C(1);
         work.b[i] = inside ? work.b[i] : C(0);
       }
     };
-    Segment<C> aggregate[kRuns];
+    Segment<C> mine[1] = {segment_identity<C>()};
     Segment<C> total = segment_identity<C>();
-    if (w.tiles > 0) {  // the same in every thread
+    if (any) {
       __pipeline_wait_prior(0);
       __syncthreads();  // every thread's copies have landed, and the start bits are set
 #pragma unroll
-      for (int j = 0; j < kRuns; ++j) {
+      for (int k = 0; k < kVectors; ++k) {
+        const int j = kReverse ? kVectors - 1 - k : k;
         typename Problem::Work work;
         typename Problem::Marks marks;
         pairs(j, work, marks);
-        aggregate[j] = segment_reduce<Problem::kReverse>(work.a, work.b, marks.first);
+        mine[0] = compose(mine[0], segment_reduce<kReverse>(work.a, work.b, marks.first));
       }
-      total = scan.reduce(aggregate);
+      total = scan.reduce(mine);
     }
     // the window's place in its row in scan order (as PackedWindows::window), its row's records
     const int64_t q = range / p.channels;
@@ -168,16 +182,37 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
       __syncthreads();
       carry = carry_in;
     }
-    if (w.tiles > 0) {
-      C incoming[kRuns];
-      scan.scan_state(aggregate, incoming, carry);
+    if (any) {
+      C incoming[1];
+      scan.scan_state(mine, incoming, carry);
+      C state = incoming[0];
 #pragma unroll
-      for (int j = 0; j < kRuns; ++j) {
+      for (int k = 0; k < kVectors; ++k) {
+        const int j = kReverse ? kVectors - 1 - k : k;
         typename Problem::Work work;
         typename Problem::Marks marks;
         pairs(j, work, marks);
-        segment_scan<Problem::kReverse>(incoming[j], work.a, work.b, marks.first);
-        problem.store(work, w.position(0, j), marks, p);
+        segment_scan<kReverse>(state, work.a, work.b, marks.first);
+        state = work.b[kReverse ? 0 : kVec - 1];
+        const int64_t v = first + j * kVec;
+        if constexpr (Problem::kStagedOutputs > 0) {
+          alignas(16) T y[1][kVec];
+          problem.outputs(work, v, marks, p, y);
+          view.put(0, v, y[0]);  // over its gates, which only this thread reads
+        } else {
+          problem.store(work, v, marks, p);
+        }
+      }
+      if constexpr (Problem::kStagedOutputs > 0) {
+        __syncthreads();  // every thread's outputs are in place
+        T* const dst = Problem::output(p, 0);
+#pragma unroll
+        for (int i = 0; i < kVectors; ++i) {
+          const int64_t v = view.origin + (int64_t(i) * kThreads + rank) * kVec;
+          alignas(16) T y[kVec];
+          view.vector(0, v, y);
+          store_vector<kVec>(dst, v, r.lo, r.hi, y);
+        }
       }
     }
   }
@@ -207,8 +242,10 @@ cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cud
   constexpr bool kVector = Problem::kVec > 1;
   constexpr int kMinBlocks = kVector ? F.window_min_blocks : 1;
   constexpr int kItems = int(window_elements<T>(F, kVector) / F.threads);
-  constexpr int kShared = int(Problem::kStagedStreams * F.threads * kItems * sizeof(T));
-  static_assert(kShared <= 32 * 1024, "a window's slots fit the default shared memory allowance");
+  using View = StagedWindow<T, Problem::kVec, int64_t(F.threads) * kItems>;
+  constexpr int kShared = int(Problem::kStagedStreams * View::kStreamElements * sizeof(T));
+  // with the kernel's static shared memory, within the default allowance of 48 KiB
+  static_assert(kShared <= 40 * 1024, "a window's slots fit the default shared memory allowance");
   p.window = int64_t(F.threads) * kItems;
   p.windows = packed_windows(p.length, p.window, Problem::kVec);
   const int64_t ranges = p.channels * p.windows;  // the host keeps it under 2^31
