@@ -176,3 +176,47 @@ TEST(HostPath, FlatRule) {
   EXPECT_FALSE(ascan::detail::flat_pays(16384, 100, 132, F));
   EXPECT_TRUE(ascan::detail::flat_pays(16384, 100, 32, F));  // a smaller GPU fills with fewer
 }
+
+// A packed (C, total) size query needs no device and does not depend on the pointers: the same
+// bytes with every array on the 16-byte grid (the vector path's windows) and one element off it
+// (the scalar path's, more of them), enough for a 16-byte record per window of either, forward
+// and backward.
+TEST(HostPath, PackedWindowsQuery) {
+  const int64_t channels = 300, total = 70001, count = 9;
+  const auto at = [](uintptr_t address) { return reinterpret_cast<float*>(address); };
+  const int32_t* offsets = reinterpret_cast<const int32_t*>(uintptr_t{0x7000000});
+  for (const bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "backward" : "forward");
+    size_t bytes[2] = {0, 0};
+    for (const int off : {0, 1}) {
+      const uintptr_t base = 0x10000000 + off * sizeof(float);
+      const uintptr_t array = uintptr_t(channels * total * sizeof(float) + 4096);
+      ascan::Status st;
+      if (backward) {
+        ascan::ScanBackwardArgs<float> args{};
+        args.shape = ascan::time_contiguous(1, channels, total);
+        args.packed = ascan::packed(offsets, count);
+        args.gates = at(base);
+        args.states = at(base + array);
+        args.grad_out = at(base + 2 * array);
+        args.grad_gates = at(base + 3 * array);
+        args.grad_tokens = at(base + 4 * array);
+        st = ascan::scan_backward(args, nullptr, bytes[off]);
+      } else {
+        ascan::ScanArgs<float> args{};
+        args.shape = ascan::time_contiguous(1, channels, total);
+        args.packed = ascan::packed(offsets, count);
+        args.gates = at(base);
+        args.tokens = at(base + array);
+        args.out = at(base + 2 * array);
+        st = ascan::scan(args, nullptr, bytes[off]);
+      }
+      ASSERT_TRUE(st.ok()) << st.message;
+    }
+    EXPECT_EQ(bytes[0], bytes[1]);
+    const ascan::detail::FlatPolicy F = backward ? ascan::detail::FlatTuning<4, true>::kPolicy
+                                                 : ascan::detail::FlatTuning<4, false>::kPolicy;
+    const int64_t scalar_window = int64_t(F.threads) * F.window_items / 4;
+    EXPECT_GE(bytes[0], size_t(16) * channels * ((total + scalar_window - 1) / scalar_window));
+  }
+}

@@ -297,7 +297,7 @@ struct FlatRange {
   int64_t lo, hi;
   int64_t channel, t_lo, t_hi;
   int64_t row_lo, row_hi;  ///< what the backward pass may read around it: its channel's row
-  bool opens;  ///< its first element in scan order starts a sequence (whole sequences: always)
+  bool opens;   ///< its first element in scan order starts a sequence (whole sequences: always)
   bool closes;  ///< packed windows: a sequence ends at t_hi (one starts there, or the row ends)
 };
 

@@ -147,13 +147,17 @@ Status plan_on(int64_t sequences, int64_t length, Path path, int sms, Plan& plan
   return Status::success();
 }
 
-/// The current device's multiprocessor count, or the runtime's error (taken off its last-error
+/// The current device's multiprocessor count, or the runtime's error (left in its last-error
 /// slot).
-inline Status current_multiprocessors(int& sms) {
+inline cudaError_t multiprocessors(int& sms) {
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) {
+  return e;
+}
+/// multiprocessors, the error taken off the runtime's last-error slot.
+inline Status current_multiprocessors(int& sms) {
+  if (const cudaError_t e = multiprocessors(sms); e != cudaSuccess) {
     clear_our_error(e);
     return Status::cuda_error(e);
   }

@@ -3,11 +3,11 @@
 //
 // Two modes. With a workspace, windows: each channel's row is cut into windows of one tile
 // whatever the sequences are (PackedWindows), one block each, staged in shared memory, joined
-// along the row by a decoupled look-back (flat_window_kernel); the work of a block does not depend on the lengths, so one
-// long sequence among short ones spreads over as many blocks as any other. Without one (or with
-// Path::kFlat), whole sequences: a block takes the sequences of one channel that start in its
-// window (PackedSequences, flat_kernel), nothing crosses from one block to another, and a
-// sequence longer than a window keeps its block busy for all of it.
+// along the row by a decoupled look-back (flat_window_kernel); the work of a block does not depend
+// on the lengths, so one long sequence among short ones spreads over as many blocks as any other.
+// Without one (or with Path::kFlat), whole sequences: a block takes the sequences of one channel
+// that start in its window (PackedSequences, flat_kernel), nothing crosses from one block to
+// another, and a sequence longer than a window keeps its block busy for all of it.
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   __shared__ C carry_in;
   __shared__ T halo[2 * Problem::kStagedStreams];
   __shared__ uint32_t starts[kSpan / 32 + 1];  // the window's start bits (mark_starts)
-  extern __shared__ uint4 staged[];  // kStagedStreams * View::kStreamElements elements
+  extern __shared__ uint4 staged[];            // kStagedStreams * View::kStreamElements elements
   Scan scan(storage);
   const int rank = static_cast<int>(threadIdx.x);
   const uint64_t tag = states.tag << 2;
@@ -269,9 +269,9 @@ Status run_flat_packed(const typename Whole<T, false, false>::Params& p, bool re
   const bool windowed =
       scratch.mode != Scratch::kNone && path == Path::kAuto && ranges <= double(kMaxTiles);
   const size_t bytes = windowed ? RowStates<C>::bytes(int64_t(ranges), 1) : 0;
-  int sms = 0;
-  if (Status st = current_multiprocessors(sms); !st.ok()) return st;
-  return with_scratch(scratch, bytes, stream, [&](void* workspace) {
+  // a size query and the windows need no device query; whole sequences size their windows by
+  // the multiprocessor count
+  return with_scratch(scratch, bytes, stream, [&](void* workspace) -> cudaError_t {
     if (windowed) {
       if (reverse)
         return vector ? launch_flat_windows<Windows<T, true, true>, Flat>(p, workspace, stream)
@@ -279,6 +279,8 @@ Status run_flat_packed(const typename Whole<T, false, false>::Params& p, bool re
       return vector ? launch_flat_windows<Windows<T, false, true>, Flat>(p, workspace, stream)
                     : launch_flat_windows<Windows<T, false, false>, Flat>(p, workspace, stream);
     }
+    int sms = 0;
+    if (const cudaError_t e = multiprocessors(sms); e != cudaSuccess) return e;
     if (reverse)
       return vector ? launch_flat_packed<Whole<T, true, true>, Flat>(p, sms, stream)
                     : launch_flat_packed<Whole<T, true, false>, Flat>(p, sms, stream);
