@@ -674,32 +674,36 @@ struct PackedWindows : PackedSequences<kVec> {
 
 /// A packed window staged in shared memory (flat_window_kernel, dispatch/flat_packed.cuh): the
 /// kSpan elements of each stream from grid position `origin`, vector V (kVec elements) of stream s
-/// at slot V + V / 8 of the stream's kSlots (one slot of padding after every eight, so that the
-/// eight threads of a quarter warp reading the j-th of their 4 or 8 consecutive vectors meet eight
-/// different bank groups, as do eight consecutive vectors); where the Problem reads neighbours,
+/// at slot V + V / 8 of the stream's kSlots where kPadded (one slot of padding after every eight,
+/// so that the eight threads of a quarter warp reading the j-th of their 4 or 8 consecutive
+/// vectors meet eight different bank groups, as do eight consecutive vectors), at slot V
+/// otherwise (threads reading consecutive vectors); where the Problem reads neighbours,
 /// the element just before the span at halo[2 s] and the one just after it at halo[2 s + 1].
 /// Positions outside the channel's row hold the stream's fill.
-template <class T, int kVec, int64_t kSpan>
+template <class T, int kVec, int64_t kSpan, bool kPadded = true>
 struct StagedWindow {
   static constexpr int kVectors = static_cast<int>(kSpan / kVec);
-  static constexpr int kSlots = kVectors + kVectors / 8;
+  static constexpr int kSlots = kPadded ? kVectors + kVectors / 8 : kVectors;
   static constexpr int64_t kStreamElements = int64_t(kSlots) * kVec;
   T* slots;
   T* halo;
   int64_t origin;
 
   /// The first element of vector V (from the span's first) of stream s.
-  __device__ __forceinline__ T* slot(int s, int64_t V) const {
-    return slots + s * kStreamElements + (V + V / 8) * kVec;
+  __device__ __forceinline__ T* slot(int s, uint32_t V) const {
+    return slots + s * kStreamElements + (kPadded ? V + V / 8 : V) * kVec;
   }
   /// Element v of stream s, v from origin - 1 to origin + kSpan.
   __device__ __forceinline__ T at(int s, int64_t v) const {
     const int64_t e = v - origin;
-    return e < 0 ? halo[2 * s] : e >= kSpan ? halo[2 * s + 1] : slot(s, e / kVec)[e % kVec];
+    if (e < 0) return halo[2 * s];
+    if (e >= kSpan) return halo[2 * s + 1];
+    const uint32_t u = static_cast<uint32_t>(e);
+    return slot(s, u / kVec)[u % kVec];
   }
   /// The vector of stream s at grid position v (a vector of the span), and the way back.
   __device__ __forceinline__ void vector(int s, int64_t v, T (&r)[kVec]) const {
-    const T* q = slot(s, (v - origin) / kVec);
+    const T* q = slot(s, static_cast<uint32_t>(v - origin) / kVec);
     if constexpr (kVec * sizeof(T) == 16) {
       *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(q);
     } else {
@@ -708,7 +712,7 @@ struct StagedWindow {
     }
   }
   __device__ __forceinline__ void put(int s, int64_t v, const T (&y)[kVec]) const {
-    T* q = slot(s, (v - origin) / kVec);
+    T* q = slot(s, static_cast<uint32_t>(v - origin) / kVec);
     if constexpr (kVec * sizeof(T) == 16) {
       *reinterpret_cast<uint4*>(q) = *reinterpret_cast<const uint4*>(y);
     } else {
@@ -760,6 +764,8 @@ struct FlatForwardOf {
   /// v at stream(p, s)[v]), (1, 0) outside the row; no neighbours.
   static constexpr int kStagedStreams = 2;
   static constexpr bool kStagedHalo = false;
+  /// A thread's elements of a window are consecutive (flat_window_kernel says why).
+  static constexpr bool kBlockedWindow = true;
   static __device__ __forceinline__ const T* stream(const Params& p, int s) {
     return (s == 0 ? p.gates : p.tokens) - lead(p);
   }
@@ -863,6 +869,8 @@ struct FlatBackwardOf {
   /// neighbours just outside the span, which the vectors at its edges pair with.
   static constexpr int kStagedStreams = 3;
   static constexpr bool kStagedHalo = true;
+  /// A thread's elements of a window are striped (flat_window_kernel says why).
+  static constexpr bool kBlockedWindow = false;
   static __device__ __forceinline__ const T* stream(const Params& p, int s) {
     return (s == 0 ? p.gates : s == 1 ? p.states : p.grad_out) - lead(p);
   }

@@ -48,8 +48,8 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
     const T* src = Problem::stream(p, s);
 #pragma unroll
     for (int i = 0; i < kVectors; ++i) {
-      const int64_t V = int64_t(i) * kThreads + rank;
-      const int64_t v = view.origin + V * kVec;
+      const uint32_t V = uint32_t(i) * kThreads + rank;
+      const int64_t v = view.origin + int64_t(V) * kVec;
       T* dst = view.slot(s, V);
       if constexpr (kVec * sizeof(T) == 16) {
         if (v >= r.row_lo && v + kVec <= r.row_hi) {
@@ -75,20 +75,25 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
 /// (stage_window) so that a block holds its window at the cost of shared memory only and a
 /// multiprocessor keeps several windows' bytes in flight while each looks back. The copies go out
 /// before the window's sequences are searched for, so the search's round trips overlap them; the
-/// sequence starts go into a bitmask (PackedWindows::mark_starts). A thread takes kItems
-/// consecutive elements (blocked, as CUB's BlockLoad arrangement), folds them in one pass into one
-/// Segment, and the block scans one Segment a thread. The block publishes the window's Segment: as
-/// the state after the window where the window holds a sequence start in scan order (nothing
-/// before it matters for that state), as its aggregate otherwise. Then, unless its first element
-/// starts a sequence (window 0 always does), one warp finds the state before the window from the
-/// windows before it (row_look_back: the nearest published state and the aggregates after it,
-/// folded in order with the same fmas as the sequential definition, so the same bits whatever the
-/// timing), and a window without a start publishes its state (the same fma). Last each thread
-/// reads its elements again and scans them from the state entering them. The forward scan puts
-/// its outputs in shared memory over its gates, and the block stores them in coalesced
-/// stretches, clipped to the window. The backward pass stores its gradients from registers (its
-/// threads read their neighbours' gates and states, so nothing may go over those before the
-/// whole block has scanned).
+/// sequence starts go into a bitmask (PackedWindows::mark_starts).
+///
+/// Where Problem::kBlockedWindow (the forward scan), a thread takes kItems consecutive elements
+/// (CUB's blocked arrangement), folds them in one pass into one Segment, and the block scans one
+/// Segment a thread; its outputs go over its gates in shared memory and the block stores them in
+/// coalesced stretches. Otherwise (the backward pass) a thread takes vector rank of each of the
+/// window's runs of kThreads vectors (striped), the block scans each run, and the gradients go to
+/// memory from registers, each warp's stores one contiguous stretch; its neighbours come by
+/// shuffle. Measured on the H200 both ways (bench/RESULTS.md): blocked, f32 forward 0.65 of the
+/// copy against 0.42 striped, backward 0.37 against 0.55.
+///
+/// The block publishes the window's Segment: as the state after the window where the window
+/// holds a sequence start in scan order (nothing before it matters for that state), as its
+/// aggregate otherwise. Then, unless its first element starts a sequence (window 0 always does),
+/// one warp finds the state before the window from the windows before it (row_look_back: the
+/// nearest published state and the aggregates after it, folded in order with the same fmas as
+/// the sequential definition, so the same bits whatever the timing), and a window without a start
+/// publishes its state (the same fma). Last each thread reads its elements again and scans them
+/// from the state entering them.
 template <class Problem, int kThreads, int kItems, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     flat_window_kernel(const typename Problem::Params p,
@@ -96,12 +101,14 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   using C = typename Problem::C;
   using T = typename Problem::Storage;
   constexpr bool kReverse = Problem::kReverse;
+  constexpr bool kBlocked = Problem::kBlockedWindow;
   constexpr int kVec = Problem::kVec;
   static_assert(kItems % kVec == 0, "items per thread are whole vectors");
-  constexpr int kVectors = kItems / kVec;  // a thread's, consecutive
+  constexpr int kVectors = kItems / kVec;  // a thread's
+  constexpr int kRuns = kBlocked ? 1 : kVectors;
   constexpr int64_t kSpan = int64_t(kThreads) * kItems;
-  using View = StagedWindow<T, kVec, kSpan>;
-  using Scan = SegmentBlockScan<C, kThreads, kReverse, 1>;
+  using View = StagedWindow<T, kVec, kSpan, kBlocked>;
+  using Scan = SegmentBlockScan<C, kThreads, kReverse, kRuns>;
   __shared__ typename Scan::TempStorage storage;
   __shared__ C carry_in;
   __shared__ T halo[2 * Problem::kStagedStreams];
@@ -120,18 +127,21 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     if (any) stage_window<Problem, kThreads, kVectors>(p, r, view, rank);
     for (int i = rank; i < kSpan / 32 + 1; i += kThreads) starts[i] = 0;
     Problem::find(p, r);  // its barriers order the zeroing before the marking
-    Problem problem = Problem::at(p, r, true);
+    Problem problem = Problem::at(p, r, kBlocked);
     problem.template empties<kThreads>(p, rank);
     if (any)
       problem.seqs.template mark_starts<kThreads>(starts, view.origin - r.row_lo, kSpan, r.closes,
                                                   rank);
-    // This thread's vector j (memory order) at grid position first + j * kVec: its pairs and
-    // marks, from the staged elements; elements outside the window (its lead-in, or past its
-    // end) fold as the identity.
-    const int64_t first = view.origin + int64_t(rank) * kItems;
+    // Grid position of this thread's vector j: consecutive (blocked) or striped.
+    const auto position = [&](int j) {
+      return kBlocked ? view.origin + int64_t(rank) * kItems + j * kVec
+                      : view.origin + (int64_t(j) * kThreads + rank) * kVec;
+    };
+    // Vector j's pairs and marks, from the staged elements; elements outside the window (its
+    // lead-in, or past its end) fold as the identity.
     const int32_t n = static_cast<int32_t>(r.hi - r.lo);  // a window is under 2^31 elements
     const auto pairs = [&](int j, typename Problem::Work& work, typename Problem::Marks& marks) {
-      const int64_t v = first + j * kVec;
+      const int64_t v = position(j);
       typename Problem::Loaded loaded;
       problem.load_staged(loaded, v, view);
       const int32_t rel = static_cast<int32_t>(v - r.lo);
@@ -144,7 +154,9 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
         work.b[i] = inside ? work.b[i] : C(0);
       }
     };
-    Segment<C> mine[1] = {segment_identity<C>()};
+    Segment<C> aggregate[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) aggregate[j] = segment_identity<C>();
     Segment<C> total = segment_identity<C>();
     if (any) {
       __pipeline_wait_prior(0);
@@ -155,9 +167,13 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
         typename Problem::Work work;
         typename Problem::Marks marks;
         pairs(j, work, marks);
-        mine[0] = compose(mine[0], segment_reduce<kReverse>(work.a, work.b, marks.first));
+        const Segment<C> folded = segment_reduce<kReverse>(work.a, work.b, marks.first);
+        if constexpr (kBlocked)
+          aggregate[0] = compose(aggregate[0], folded);
+        else
+          aggregate[j] = folded;
       }
-      total = scan.reduce(mine);
+      total = scan.reduce(aggregate);
     }
     // the window's place in its row in scan order (as PackedWindows::window), its row's records
     const int64_t q = range / p.channels;
@@ -183,8 +199,8 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
       carry = carry_in;
     }
     if (any) {
-      C incoming[1];
-      scan.scan_state(mine, incoming, carry);
+      C incoming[kRuns];
+      scan.scan_state(aggregate, incoming, carry);
       C state = incoming[0];
 #pragma unroll
       for (int k = 0; k < kVectors; ++k) {
@@ -192,9 +208,10 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
         typename Problem::Work work;
         typename Problem::Marks marks;
         pairs(j, work, marks);
+        if constexpr (!kBlocked) state = incoming[j];
         segment_scan<kReverse>(state, work.a, work.b, marks.first);
         state = work.b[kReverse ? 0 : kVec - 1];
-        const int64_t v = first + j * kVec;
+        const int64_t v = position(j);
         if constexpr (Problem::kStagedOutputs > 0) {
           alignas(16) T y[1][kVec];
           problem.outputs(work, v, marks, p, y);
@@ -242,7 +259,7 @@ cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cud
   constexpr bool kVector = Problem::kVec > 1;
   constexpr int kMinBlocks = kVector ? F.window_min_blocks : 1;
   constexpr int kItems = int(window_elements<T>(F, kVector) / F.threads);
-  using View = StagedWindow<T, Problem::kVec, int64_t(F.threads) * kItems>;
+  using View = StagedWindow<T, Problem::kVec, int64_t(F.threads) * kItems, Problem::kBlockedWindow>;
   constexpr int kShared = int(Problem::kStagedStreams * View::kStreamElements * sizeof(T));
   // with the kernel's static shared memory, within the default allowance of 48 KiB
   static_assert(kShared <= 40 * 1024, "a window's slots fit the default shared memory allowance");
