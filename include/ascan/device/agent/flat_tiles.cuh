@@ -539,7 +539,7 @@ __device__ __noinline__ inline int64_t sequence_at(const int32_t* offsets32,
 /// channel index % channels in scan order (window q from the start, or from the end for a
 /// reverse scan), its times [t_lo, t_hi) and the sequences [s0, s1) that meet them; a window's
 /// first element need not start a sequence, so the state before it comes from the windows before
-/// (the look-back of flat_lookback_kernel). An empty sequence belongs to the window that holds its
+/// (the look-back of flat_window_kernel). An empty sequence belongs to the window that holds its
 /// offset (the last window also the offset `length`).
 template <int kVec>
 struct PackedWindows : PackedSequences<kVec> {
