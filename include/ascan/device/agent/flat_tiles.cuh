@@ -342,6 +342,18 @@ struct EvenSequences {
   __device__ __forceinline__ void empties(const P&, int, F&&) const {}
 };
 
+/// Offset k of `count` packed sequences over `length` times, as the device holds them in
+/// offsets32 or offsets64 (the other null): the first is 0 and the last `length` whatever the
+/// device holds, and the others are clamped into [0, length] (as on the row path, RowWalk::offset).
+__device__ __forceinline__ int64_t clamped_offset(const int32_t* offsets32,
+                                                  const int64_t* offsets64, int64_t count,
+                                                  int64_t length, int64_t k) {
+  if (k <= 0) return 0;
+  if (k >= count) return length;
+  const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
+  return v < 0 ? 0 : (v > length ? length : v);
+}
+
 /// Offsets of packed sequences: `count` sequences, sequence k at times [offset(k),
 /// offset(k + 1)) of each channel's `length`. As on the row path (RowWalk::offset), the first
 /// offset is 0 and the last `length` whatever the device holds, and the others are clamped into
@@ -392,6 +404,21 @@ struct PackedMarks {
   uint32_t first, last;
   int32_t seq[kVec];
 };
+
+/// The last of sequences [lo, hi] whose offset (offset(k)) is at most t, lo where none is, by
+/// bisection. Offsets that do not ascend give some k of [lo, hi].
+template <class Offset>
+__device__ __forceinline__ int64_t last_start_at_most(const Offset& offset, int64_t lo, int64_t hi,
+                                                      int64_t t) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (offset(mid) <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
 
 /// Packed sequences along the time axis of a (1, C, total) tensor, each channel's row at
 /// channel * channel_stride after the lead: a block takes the sequences of one channel that start
@@ -469,15 +496,7 @@ struct PackedSequences {
   __device__ __forceinline__ Marks marks(int32_t rel, int32_t n, const FastDivisor&) const {
     static_assert(kV == kVec, "one vector width");
     const int64_t t = t_lo + rel;
-    int64_t lo = s0, hi = s1 - 1;  // the last sequence that starts at or before t
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo + 1) / 2;
-      if (offset(mid) <= t)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    int64_t k = lo;
+    int64_t k = last_start_at_most([&](int64_t j) { return offset(j); }, s0, s1 - 1, t);
     int64_t start = offset(k), end = end_of(k);
     Marks m{};
     uint32_t head = 0, tail = 0;
@@ -509,29 +528,16 @@ struct PackedSequences {
   }
 };
 
-/// The last sequence of [s0, s1) that starts at or before time t (s0 where none does; some k of
-/// [s0, s1) with offsets that do not ascend), by bisection over the offsets as
-/// PackedSequences::offset reads them. Out of line: a window calls it only for the few elements
-/// that start or end a sequence, and inline it would lengthen every vector's code.
+/// The last sequence of [s0, s1) that starts at or before time t (s0 where none does), as
+/// PackedSequences::marks finds it. Out of line: a window calls it only for the few elements that
+/// start or end a sequence, and inline it would lengthen every vector's code.
 __device__ __noinline__ inline int64_t sequence_at(const int32_t* offsets32,
                                                    const int64_t* offsets64, int64_t count,
                                                    int64_t length, int64_t s0, int64_t s1,
                                                    int64_t t) {
-  const auto offset = [&](int64_t k) -> int64_t {
-    if (k <= 0) return 0;
-    if (k >= count) return length;
-    const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
-    return v < 0 ? 0 : (v > length ? length : v);
-  };
-  int64_t lo = s0, hi = s1 - 1;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (offset(mid) <= t)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return last_start_at_most(
+      [&](int64_t k) { return clamped_offset(offsets32, offsets64, count, length, k); }, s0, s1 - 1,
+      t);
 }
 
 /// Packed sequences along time as PackedSequences, cut into windows of `window` elements on the
@@ -722,12 +728,37 @@ struct StagedWindow {
   }
 };
 
+/// Where the ranges of the flat problems below lie (`Seqs`, scanned in direction kReverse): the
+/// common lead of their arrays on the vector grid, a flat block's range, and a packed window's
+/// place, then its sequences (PackedWindows).
+template <class Seqs, bool kReverse, bool kVector>
+struct FlatPlacement {
+  template <class P>
+  static __device__ __forceinline__ int64_t lead(const P& p) {
+    return kVector ? lead_of(p.gates) : 0;
+  }
+  template <class P>
+  static __device__ __forceinline__ FlatRange range(const P& p, int64_t index, int64_t per_block) {
+    return Seqs::template range<kReverse>(p, index, per_block, lead(p));
+  }
+  template <class P>
+  static __device__ __forceinline__ FlatRange window(const P& p, int64_t index) {
+    return Seqs::template window<kReverse>(p, index, lead(p));
+  }
+  template <class P>
+  static __device__ __forceinline__ void find(const P& p, FlatRange& r) {
+    Seqs::template find<kReverse>(p, r);
+  }
+};
+
 /// The forward scan over a flat range: ForwardProblem's loads and stores over the whole range,
 /// h0 folded into each sequence's first pair, the final state taken from the stored last output,
 /// an empty sequence's final state its h0 (or 0). `Seqs` says where the sequences lie
 /// (EvenSequences, PackedSequences).
 template <class T, bool kReverseScan, bool kVector, class Seqs>
-struct FlatForwardOf {
+struct FlatForwardOf : FlatPlacement<Seqs, kReverseScan, kVector> {
+  using Placement = FlatPlacement<Seqs, kReverseScan, kVector>;
+  using Placement::lead;
   using Inner = ForwardProblem<T, kReverseScan, kVector>;
   using Storage = T;
   using Params = typename Seqs::template Params<typename Inner::Params>;
@@ -741,24 +772,10 @@ struct FlatForwardOf {
   Inner inner;
   Seqs seqs;
 
-  static __device__ __forceinline__ int64_t lead(const Params& p) {
-    return kVector ? lead_of(p.gates) : 0;
-  }
-  static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
-                                                    int64_t per_block) {
-    return Seqs::template range<kReverse>(p, index, per_block, lead(p));
-  }
   static __device__ __forceinline__ FlatForwardOf at(const Params& p, const FlatRange& r,
                                                      bool /*blocked*/ = false) {
     const int64_t l = lead(p);
-    return {Inner{p.gates - l, p.tokens - l, p.out - l, r.lo, r.hi, 0, true}, Seqs::at(p, r)};
-  }
-  /// Packed windows (PackedWindows): a window's place, then its sequences (see there).
-  static __device__ __forceinline__ FlatRange window(const Params& p, int64_t index) {
-    return Seqs::template window<kReverse>(p, index, lead(p));
-  }
-  static __device__ __forceinline__ void find(const Params& p, FlatRange& r) {
-    Seqs::template find<kReverse>(p, r);
+    return {{}, Inner{p.gates - l, p.tokens - l, p.out - l, r.lo, r.hi, 0, true}, Seqs::at(p, r)};
   }
   /// What a staged window holds (StagedWindow): gates and tokens, from these bases (grid position
   /// v at stream(p, s)[v]), (1, 0) outside the row; no neighbours.
@@ -824,7 +841,9 @@ struct FlatForwardOf {
 /// sequence's, and dL/dh0 = a d is written there; an empty sequence's dL/dh0 is its dL/d(final
 /// state) (or 0).
 template <class T, bool kForwardReverse, bool kVector, class Seqs>
-struct FlatBackwardOf {
+struct FlatBackwardOf : FlatPlacement<Seqs, !kForwardReverse, kVector> {
+  using Placement = FlatPlacement<Seqs, !kForwardReverse, kVector>;
+  using Placement::lead;
   using Inner = BackwardProblem<T, kForwardReverse, kVector>;
   using Storage = T;
   using Params = typename Seqs::template Params<typename Inner::Params>;
@@ -839,30 +858,19 @@ struct FlatBackwardOf {
   Seqs seqs;
   int64_t lo, hi;  // the range: what it writes
 
-  static __device__ __forceinline__ int64_t lead(const Params& p) {
-    return kVector ? lead_of(p.gates) : 0;
-  }
-  static __device__ __forceinline__ FlatRange range(const Params& p, int64_t index,
-                                                    int64_t per_block) {
-    return Seqs::template range<kReverse>(p, index, per_block, lead(p));
-  }
   /// `blocked`: a thread holds consecutive vectors (flat_window_kernel), so no lane exchanges
   /// neighbours by shuffle: every vector takes them from load_staged.
   static __device__ __forceinline__ FlatBackwardOf at(const Params& p, const FlatRange& r,
                                                       bool blocked = false) {
     const int64_t l = lead(p);
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-    return {Inner{p.gates - l, p.states - l, p.grad_out - l, p.grad_gates - l, p.grad_tokens - l,
+    return {{},
+            Inner{p.gates - l, p.states - l, p.grad_out - l, p.grad_gates - l, p.grad_tokens - l,
                   r.row_lo, r.row_hi, C(0), blocked ? 1 : kWarpThreads,
                   blocked || lane == kWarpThreads - 1, blocked || lane == 0, 0, 0, true},
-            Seqs::at(p, r), r.lo, r.hi};
-  }
-  /// Packed windows (PackedWindows): a window's place, then its sequences (see there).
-  static __device__ __forceinline__ FlatRange window(const Params& p, int64_t index) {
-    return Seqs::template window<kReverse>(p, index, lead(p));
-  }
-  static __device__ __forceinline__ void find(const Params& p, FlatRange& r) {
-    Seqs::template find<kReverse>(p, r);
+            Seqs::at(p, r),
+            r.lo,
+            r.hi};
   }
   /// What a staged window holds (StagedWindow): gates, states and upstream gradients, from these
   /// bases, (1, 0, 0) outside the row (the fills of BackwardProblem::load with h0 = 0), and the
