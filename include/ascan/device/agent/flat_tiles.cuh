@@ -163,6 +163,59 @@ class SegmentBlockScan {
     carry = running.b;
   }
 
+  /// exclusive[j]: the Segment of the tile's pairs before this thread's pair of run j, in scan
+  /// order; `total` the Segment of the whole tile (every run), the same in every thread. One
+  /// barrier: a block that learns the state before its tile only later (a look-back) scans once
+  /// and applies the state to `exclusive` afterwards.
+  __device__ __forceinline__ void exclusive_scan(const Segment<C> (&x)[kRuns],
+                                                 Segment<C> (&exclusive)[kRuns],
+                                                 Segment<C>& total) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+    auto& slots = storage_.warp_aggregate[parity_];
+    parity_ ^= 1;
+    Segment<C> within[kRuns];  // the warp's pairs before this lane's
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      const uint32_t cuts = __ballot_sync(0xffffffffu, x[j].cut);
+      const Segment<C> inclusive =
+          lane_group_inclusive_segments<kWarpThreads, kReverse>(x[j], lane);
+      const int from = kReverse ? lane + 1 : lane - 1;
+      within[j].a = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.a, 1)
+                             : __shfl_up_sync(0xffffffffu, inclusive.a, 1);
+      within[j].b = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.b, 1)
+                             : __shfl_up_sync(0xffffffffu, inclusive.b, 1);
+      within[j].cut =
+          (cuts & (kReverse ? lane_span(from, kWarpThreads - 1) : lane_span(0, from))) != 0;
+      if (lane == (kReverse ? kWarpThreads - 1 : 0)) within[j] = segment_identity<C>();
+      if (lane == (kReverse ? 0 : kWarpThreads - 1)) slots[j][warp] = inclusive;
+    }
+    __syncthreads();
+    const bool first_warp = kReverse ? warp == kWarps - 1 : warp == 0;
+    const int before = kReverse ? warp + 1 : warp - 1;
+    Segment<C> running = segment_identity<C>();
+#pragma unroll
+    for (int k = 0; k < kRuns; ++k) {
+      const int j = kReverse ? kRuns - 1 - k : k;
+      const Segment<C> mine = lane < kWarps ? slots[j][lane] : segment_identity<C>();
+      const uint32_t cuts = __ballot_sync(0xffffffffu, mine.cut);
+      const Segment<C> across =
+          lane_group_inclusive_segments<kAcross, kReverse>(mine, lane % kAcross);
+      const int last = kReverse ? 0 : kWarps - 1;
+      const Segment<C> run_total = {__shfl_sync(0xffffffffu, across.a, last),
+                                    __shfl_sync(0xffffffffu, across.b, last),
+                                    (cuts & lane_span(0, kWarps - 1)) != 0};
+      const int src = before < 0 ? 0 : before % kWarpThreads;
+      const Segment<C> earlier_warps = {
+          __shfl_sync(0xffffffffu, across.a, src), __shfl_sync(0xffffffffu, across.b, src),
+          (cuts & (kReverse ? lane_span(before, kWarps - 1) : lane_span(0, before))) != 0};
+      const Segment<C> in_run = first_warp ? within[j] : compose(earlier_warps, within[j]);
+      exclusive[j] = k == 0 ? in_run : compose(running, in_run);
+      running = k == 0 ? run_total : compose(running, run_total);
+    }
+    total = running;
+  }
+
   /// The Segment of the whole tile (every run, in scan order): the same in every thread.
   __device__ __forceinline__ Segment<C> reduce(const Segment<C> (&x)[kRuns]) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
@@ -623,6 +676,7 @@ struct PackedWindows : PackedSequences<kVec> {
   __device__ __forceinline__ void mark_starts(uint32_t* bits, int64_t origin, int64_t span,
                                               bool closes, int rank) {
     const auto set = [&](int64_t e) { atomicOr(bits + (e >> 5), 1u << (e & 31)); };
+#pragma unroll 1
     for (int64_t k = this->s0 + rank; k < this->s1; k += kThreads) {
       const int64_t q = this->offset(k);
       // a sequence that starts before the window (the first), an empty one, or (offsets that do
@@ -678,6 +732,45 @@ struct PackedWindows : PackedSequences<kVec> {
   }
 };
 
+/// The sequence marks of one thread's kItems consecutive elements of a window (the blocked
+/// arrangement of flat_window_kernel), read once from mark_starts's bits: bit i of `head`
+/// (`tail`) marks element i, inside the window, as its sequence's first (last) element in memory
+/// order. `e0` is the thread's first element and [lo, hi) the window's, both counted from the
+/// bits' first position; the bits hold at least e0 / 32 + 3 words.
+template <int kItems>
+struct ThreadMarks {
+  static_assert(kItems >= 1 && kItems <= 64, "a thread's marks fit 64 bits");
+  uint64_t head, tail;
+
+  __device__ __forceinline__ ThreadMarks(const uint32_t* bits, int32_t e0, int32_t lo, int32_t hi) {
+    const uint32_t* w = bits + (e0 >> 5);
+    const uint32_t shift = static_cast<uint32_t>(e0) & 31u;
+    const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
+    // bits e0 .. e0 + 63, and e0 + kItems (a start just after the thread's last element)
+    const uint64_t x =
+        (uint64_t{__funnelshift_r(w1, w2, shift)} << 32) | __funnelshift_r(w0, w1, shift);
+    uint64_t beyond;
+    if constexpr (kItems == 64)
+      beyond = (w2 >> shift) & 1u;
+    else
+      beyond = (x >> kItems) & 1u;
+    const auto below = [](int32_t n) {  // the thread's elements under n
+      return n <= 0 ? uint64_t{0} : n >= kItems ? kAll : (uint64_t{1} << n) - 1;
+    };
+    const uint64_t inside = below(hi - e0) & ~below(lo - e0);
+    head = x & inside;
+    tail = ((x >> 1) | (beyond << (kItems - 1))) & inside;
+  }
+  /// The first (in scan order) marks of vector j, the thread's elements j * kVec .. + kVec - 1.
+  template <int kVec, bool kReverse>
+  __device__ __forceinline__ uint32_t first(int j) const {
+    return static_cast<uint32_t>((kReverse ? tail : head) >> (j * kVec)) & ((1u << kVec) - 1);
+  }
+
+ private:
+  static constexpr uint64_t kAll = kItems == 64 ? ~uint64_t{0} : (uint64_t{1} << kItems) - 1;
+};
+
 /// A packed window staged in shared memory (flat_window_kernel, dispatch/flat_packed.cuh): the
 /// kSpan elements of each stream from grid position `origin`, vector V (kVec elements) of stream s
 /// at slot V + V / 8 of the stream's kSlots where kPadded (one slot of padding after every eight,
@@ -699,6 +792,48 @@ struct StagedWindow {
   __device__ __forceinline__ T* slot(int s, uint32_t V) const {
     return slots + s * kStreamElements + (kPadded ? V + V / 8 : V) * kVec;
   }
+  /// Vector j of the kPer consecutive vectors of thread `rank` (the blocked arrangement) of
+  /// stream s: slot(s, rank * kPer + j), with the arithmetic done at compile time where it can.
+  template <int kPer>
+  __device__ __forceinline__ T* blocked(int s, int rank, int j) const {
+    if constexpr (kPadded && kPer % 8 == 0) {
+      return slots + s * kStreamElements + (rank * (kPer + kPer / 8) + j + j / 8) * kVec;
+    } else if constexpr (kPadded && 8 % kPer == 0) {  // a thread's vectors in one group of 8
+      const int first = rank * kPer;
+      return slots + s * kStreamElements + (first + first / 8 + j) * kVec;
+    } else {
+      return slot(s, static_cast<uint32_t>(rank * kPer + j));
+    }
+  }
+  /// read and write vector j of thread `rank`'s kPer (blocked).
+  template <int kPer>
+  __device__ __forceinline__ void get(int s, int rank, int j, T (&r)[kVec]) const {
+    copy_vector(blocked<kPer>(s, rank, j), r);
+  }
+  template <int kPer>
+  __device__ __forceinline__ void set(int s, int rank, int j, const T (&y)[kVec]) const {
+    copy_vector(y, blocked<kPer>(s, rank, j));
+  }
+
+ private:
+  static __device__ __forceinline__ void copy_vector(const T* from, T (&to)[kVec]) {
+    if constexpr (kVec * sizeof(T) == 16) {
+      *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) to[i] = from[i];
+    }
+  }
+  static __device__ __forceinline__ void copy_vector(const T (&from)[kVec], T* to) {
+    if constexpr (kVec * sizeof(T) == 16) {
+      *reinterpret_cast<uint4*>(to) = *reinterpret_cast<const uint4*>(from);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) to[i] = from[i];
+    }
+  }
+
+ public:
   /// Element v of stream s, v from origin - 1 to origin + kSpan.
   __device__ __forceinline__ T at(int s, int64_t v) const {
     const int64_t e = v - origin;
@@ -793,6 +928,37 @@ struct FlatForwardOf : FlatPlacement<Seqs, kReverseScan, kVector> {
     s.vector(0, v, r.a);
     s.vector(1, v, r.b);
   }
+  /// The lean window (flat_window_kernel without states; a thread's kPer vectors consecutive):
+  /// vector j's pairs from the window (outside the window the fills, the identity), and its
+  /// outputs put over its gates, which the block then stores (kLeanOutputs of them, output o
+  /// from stream window_output_slot(o) to window_output(p, o), as the staged outputs of the
+  /// window with states). No neighbours: no edges to read.
+  struct LeanEdges {};
+  template <int kPer, class View>
+  __device__ __forceinline__ LeanEdges lean_edges(const View&, int) const {
+    return {};
+  }
+  template <int kPer, class View>
+  __device__ __forceinline__ void lean_read(const View& view, int rank, int j, const LeanEdges&,
+                                            uint32_t /*head*/, uint32_t /*tail*/, Work& w) const {
+    alignas(16) T a[kVec], b[kVec];
+    view.template get<kPer>(0, rank, j, a);
+    view.template get<kPer>(1, rank, j, b);
+    widen(a, w.a);
+    widen(b, w.b);
+  }
+  template <int kPer, class View>
+  __device__ __forceinline__ void lean_write(const View& view, int rank, int j,
+                                             const Work& w) const {
+    alignas(16) T y[kVec];
+    inner.narrow(w, y);
+    view.template set<kPer>(0, rank, j, y);
+  }
+  static constexpr int kLeanOutputs = 1;
+  static __device__ __forceinline__ int window_output_slot(int) { return 0; }
+  static __device__ __forceinline__ T* window_output(const Params& p, int) {
+    return p.out - lead(p);
+  }
   template <int kThreads>
   __device__ __forceinline__ void empties(const Params& p, int rank) const {
     if (p.final_state == nullptr) return;
@@ -804,28 +970,38 @@ struct FlatForwardOf : FlatPlacement<Seqs, kReverseScan, kVector> {
     return seqs.template marks<kVec, kReverse>(rel, n, d);
   }
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const { inner.load(r, v); }
+  /// Whether the call reads or writes any state (h0, final state): a window kernel without them
+  /// (kStates false) has no per-element state code at all.
+  static __host__ __device__ bool has_states(const Params& p) {
+    return p.initial_state != nullptr || p.final_state != nullptr;
+  }
+  template <bool kStates = true>
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const Marks& m,
                                           const Params& p, Work& w) const {
     inner.convert(r, v, w);
-    if (p.initial_state == nullptr || m.first == 0) return;
+    if constexpr (kStates) {
+      if (p.initial_state == nullptr || m.first == 0) return;
 #pragma unroll
-    for (int i = 0; i < kVec; ++i)
-      if (m.first & (1u << i)) {
-        const C h0 = to_compute<C>(p.initial_state[seqs.state(m, i)]);
-        w.b[i] = w.a[i] * h0 + w.b[i];
-      }
+      for (int i = 0; i < kVec; ++i)
+        if (m.first & (1u << i)) {
+          const C h0 = to_compute<C>(p.initial_state[seqs.state(m, i)]);
+          w.b[i] = w.a[i] * h0 + w.b[i];
+        }
+    }
   }
   /// A scanned vector's outputs, rounded (its states), and the final states it holds: a staged
   /// window puts them in its gates' slots and stores them from there.
   static constexpr int kStagedOutputs = 1;
-  static __device__ __forceinline__ T* output(const Params& p, int) { return p.out - lead(p); }
+  template <bool kStates = true>
   __device__ __forceinline__ void outputs(const Work& w, int64_t, const Marks& m, const Params& p,
                                           T (&y)[1][kVec]) const {
     inner.narrow(w, y[0]);
-    if (p.final_state == nullptr || m.last == 0) return;
+    if constexpr (kStates) {
+      if (p.final_state == nullptr || m.last == 0) return;
 #pragma unroll
-    for (int i = 0; i < kVec; ++i)
-      if (m.last & (1u << i)) p.final_state[seqs.state(m, i)] = y[0][i];
+      for (int i = 0; i < kVec; ++i)
+        if (m.last & (1u << i)) p.final_state[seqs.state(m, i)] = y[0][i];
+    }
   }
   __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
@@ -895,6 +1071,69 @@ struct FlatBackwardOf : FlatPlacement<Seqs, !kForwardReverse, kVector> {
     if (kForwardReverse ? inner.low_edge : inner.high_edge) r.a_edge = to_compute<C>(s.at(0, ae));
     if (kForwardReverse ? inner.high_edge : inner.low_edge) r.x_edge = to_compute<C>(s.at(1, xe));
   }
+  /// The lean window (flat_window_kernel without states; a thread's kPer vectors consecutive):
+  /// vector j's pairs from the window, its neighbours from the thread's other vectors or, at the
+  /// thread's edges, from `edges` (read by lean_edges before any thread writes); the shifted
+  /// state of a sequence's first step is 0 (`head`, `tail`: the vector's ThreadMarks). Outside the
+  /// row the fills make the pairs that a stored output depends on the identity. The gradients go
+  /// over the thread's states and upstream gradients, which the block then stores.
+  struct LeanEdges {
+    C gate, state;  // the neighbours past the thread's first or last element
+  };
+  template <int kPer, class View>
+  __device__ __forceinline__ LeanEdges lean_edges(const View& view, int rank) const {
+    const int64_t first = view.origin + int64_t(rank) * kPer * kVec;
+    const int64_t last = first + kPer * kVec - 1;
+    constexpr int kGateShift = Inner::kGateShift;
+    return {to_compute<C>(view.at(0, kGateShift > 0 ? last + 1 : first - 1)),
+            to_compute<C>(view.at(1, kGateShift > 0 ? first - 1 : last + 1))};
+  }
+  template <int kPer, class View>
+  __device__ __forceinline__ void lean_read(const View& view, int rank, int j,
+                                            const LeanEdges& edges, uint32_t head, uint32_t tail,
+                                            Work& w) const {
+    constexpr int kGateShift = Inner::kGateShift;
+    alignas(16) T a[kVec], x[kVec], g[kVec];
+    view.template get<kPer>(0, rank, j, a);
+    view.template get<kPer>(1, rank, j, x);
+    view.template get<kPer>(2, rank, j, g);
+    // the neighbours: the next vector's first (or the previous one's last) gate and state
+    const C a_edge =
+        kGateShift > 0
+            ? (j + 1 < kPer ? to_compute<C>(view.template blocked<kPer>(0, rank, j + 1)[0])
+                            : edges.gate)
+            : (j > 0 ? to_compute<C>(view.template blocked<kPer>(0, rank, j - 1)[kVec - 1])
+                     : edges.gate);
+    const C x_edge =
+        kGateShift > 0
+            ? (j > 0 ? to_compute<C>(view.template blocked<kPer>(1, rank, j - 1)[kVec - 1])
+                     : edges.state)
+            : (j + 1 < kPer ? to_compute<C>(view.template blocked<kPer>(1, rank, j + 1)[0])
+                            : edges.state);
+    C af[kVec], xf[kVec];
+    widen(a, af);
+    widen(x, xf);
+    widen(g, w.b);
+    Inner::shift(af, xf, a_edge, x_edge, w);
+    // a sequence's first step in the forward's order, its first element in memory (`head`:
+    // forward scan) or its last (`tail`: reverse)
+    const uint32_t steps = kForwardReverse ? tail : head;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) w.x[i] = (steps & (1u << i)) != 0 ? C(0) : w.x[i];
+  }
+  template <int kPer, class View>
+  __device__ __forceinline__ void lean_write(const View& view, int rank, int j,
+                                             const Work& w) const {
+    alignas(16) T ya[kVec], yb[kVec];
+    inner.gradients(w, ya, yb);
+    view.template set<kPer>(1, rank, j, ya);
+    view.template set<kPer>(2, rank, j, yb);
+  }
+  static constexpr int kLeanOutputs = 2;
+  static __device__ __forceinline__ int window_output_slot(int o) { return 1 + o; }
+  static __device__ __forceinline__ T* window_output(const Params& p, int o) {
+    return (o == 0 ? p.grad_gates : p.grad_tokens) - lead(p);
+  }
   template <int kThreads>
   __device__ __forceinline__ void empties(const Params& p, int rank) const {
     if (p.grad_initial_state == nullptr) return;
@@ -907,9 +1146,21 @@ struct FlatBackwardOf : FlatPlacement<Seqs, !kForwardReverse, kVector> {
     return seqs.template marks<kVec, kReverse>(rel, n, d);
   }
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const { inner.load(r, v); }
+  /// Whether the call reads or writes any state (h0, dL/d(final state), dL/dh0): without them
+  /// (kStates false) a sequence's first step takes 0 as its shifted state, and that is all.
+  static __host__ __device__ bool has_states(const Params& p) {
+    return p.initial_state != nullptr || p.grad_final_state != nullptr ||
+           p.grad_initial_state != nullptr;
+  }
+  template <bool kStates = true>
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const Marks& m,
                                           const Params& p, Work& w) const {
     inner.convert(r, v, w);
+    if constexpr (!kStates) {
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) w.x[i] = (m.last & (1u << i)) != 0 ? C(0) : w.x[i];
+      return;
+    }
     if ((m.first | m.last) == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
@@ -922,18 +1173,21 @@ struct FlatBackwardOf : FlatPlacement<Seqs, !kForwardReverse, kVector> {
   }
   /// A staged window's gradients go to memory from registers (store).
   static constexpr int kStagedOutputs = 0;
+  template <bool kStates = true>
   __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
     Inner clipped = inner;
     clipped.lo = lo;
     clipped.hi = hi;
     clipped.store(w, v);
-    if (p.grad_initial_state == nullptr || m.last == 0) return;
+    if constexpr (kStates) {
+      if (p.grad_initial_state == nullptr || m.last == 0) return;
 #pragma unroll
-    for (int i = 0; i < kVec; ++i)
-      if (m.last & (1u << i))
-        p.grad_initial_state[seqs.state(m, i)] =
-            to_storage<T>(to_compute<C>(inner.a[v + i]) * w.b[i]);
+      for (int i = 0; i < kVec; ++i)
+        if (m.last & (1u << i))
+          p.grad_initial_state[seqs.state(m, i)] =
+              to_storage<T>(to_compute<C>(inner.a[v + i]) * w.b[i]);
+    }
   }
 };
 

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "../agent/flat_tiles.cuh"
 #include "../status.cuh"
@@ -43,22 +44,34 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
   const auto element = [&](const T* src, int64_t v, int s) {
     return v >= r.row_lo && v < r.row_hi ? src[v] : Problem::fill(s);
   };
+  // a span inside its row (all but a row's edge windows): copies only, no test
+  constexpr bool kCopies = kVec * sizeof(T) == 16;
+  const bool inside = kCopies && view.origin >= r.row_lo &&
+                      view.origin + int64_t(View::kVectors) * kVec <= r.row_hi;
 #pragma unroll
   for (int s = 0; s < Problem::kStagedStreams; ++s) {
     const T* src = Problem::stream(p, s);
+    if (inside) {
 #pragma unroll
-    for (int i = 0; i < kVectors; ++i) {
-      const uint32_t V = uint32_t(i) * kThreads + rank;
-      const int64_t v = view.origin + int64_t(V) * kVec;
-      T* dst = view.slot(s, V);
-      if constexpr (kVec * sizeof(T) == 16) {
-        if (v >= r.row_lo && v + kVec <= r.row_hi) {
-          __pipeline_memcpy_async(dst, src + v, 16);
-          continue;
-        }
+      for (int i = 0; i < kVectors; ++i) {
+        const uint32_t V = uint32_t(i) * kThreads + rank;
+        __pipeline_memcpy_async(view.slot(s, V), src + view.origin + int64_t(V) * kVec, 16);
       }
+    } else {
+#pragma unroll 1
+      for (int i = 0; i < kVectors; ++i) {
+        const uint32_t V = uint32_t(i) * kThreads + rank;
+        const int64_t v = view.origin + int64_t(V) * kVec;
+        T* dst = view.slot(s, V);
+        if constexpr (kCopies) {
+          if (v >= r.row_lo && v + kVec <= r.row_hi) {
+            __pipeline_memcpy_async(dst, src + v, 16);
+            continue;
+          }
+        }
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) dst[k] = element(src, v + k, s);
+        for (int k = 0; k < kVec; ++k) dst[k] = element(src, v + k, s);
+      }
     }
     if constexpr (Problem::kStagedHalo) {
       if (rank == 0) {
@@ -70,6 +83,25 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
   __pipeline_commit();
 }
 
+#if !defined(ASCAN_WINDOW_FOLD_LOOP)
+#define ASCAN_WINDOW_FOLD_LOOP 1
+#endif
+constexpr bool kWindowFoldLoop = ASCAN_WINDOW_FOLD_LOOP != 0;
+
+/// Whether the windows of `Problem` are blocked (a thread's vectors consecutive) or striped:
+/// without states every problem is blocked and lean (a thread's marks come from its own bits,
+/// read once by ThreadMarks, and its vectors' code is the pairs and nothing else); with them as
+/// Problem::kBlockedWindow says. The shared memory a window takes follows (window_shared_bytes).
+template <class Problem, bool kStates>
+constexpr bool kWindowBlocked = !kStates || Problem::kBlockedWindow;
+template <class Problem, int kThreads, int kItems, bool kStates>
+constexpr int window_shared_bytes() {
+  using T = typename Problem::Storage;
+  using View =
+      StagedWindow<T, Problem::kVec, int64_t(kThreads) * kItems, kWindowBlocked<Problem, kStates>>;
+  return int(Problem::kStagedStreams * View::kStreamElements * sizeof(T));
+}
+
 /// Packed window kernel: block `range` scans window range / channels (in scan order) of channel
 /// range % channels (PackedWindows), kItems elements a thread, staged in shared memory
 /// (stage_window) so that a block holds its window at the cost of shared memory only and a
@@ -77,14 +109,18 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
 /// before the window's sequences are searched for, so the search's round trips overlap them; the
 /// sequence starts go into a bitmask (PackedWindows::mark_starts).
 ///
-/// Where Problem::kBlockedWindow (the forward scan), a thread takes kItems consecutive elements
-/// (CUB's blocked arrangement), folds them in one pass into one Segment, and the block scans one
-/// Segment a thread; its outputs go over its gates in shared memory and the block stores them in
-/// coalesced stretches. Otherwise (the backward pass) a thread takes vector rank of each of the
-/// window's runs of kThreads vectors (striped), the block scans each run, and the gradients go to
-/// memory from registers, each warp's stores one contiguous stretch; its neighbours come by
-/// shuffle. Measured on the H200 both ways (bench/RESULTS.md): blocked, f32 forward 0.65 of the
-/// copy against 0.42 striped, backward 0.37 against 0.55.
+/// Blocked (kWindowBlocked: every call without states, and the forward scan with them), a thread
+/// takes kItems consecutive elements (CUB's blocked arrangement), folds them in one pass into one
+/// Segment, and the block scans one Segment a thread; its outputs go over its inputs in shared
+/// memory and the block stores them in coalesced stretches. Without states (kStates false) a
+/// thread reads its marks once (ThreadMarks) and its vectors' code is the pairs and their scan
+/// and nothing else (the Problem's lean_read / lean_write): the code of the window is about a
+/// fifth of the code with states, whose per-element state lookups it leaves out; on the H200 f32
+/// forward 0.67 -> 0.91 of the copy, bf16 forward 0.31 -> 0.92, backward 0.46 -> 0.76 and 0.34
+/// -> 0.74 (bench/RESULTS.md). With states, the backward pass stays striped: a thread takes
+/// vector rank of each of the window's runs of kThreads vectors, the block scans each run, and
+/// the gradients go to memory from registers; its neighbours come by shuffle (measured with
+/// states' code: blocked, f32 forward 0.65 against 0.42 striped, backward 0.37 against 0.55).
 ///
 /// The block publishes the window's Segment: as the state after the window where the window
 /// holds a sequence start in scan order (nothing before it matters for that state), as its
@@ -92,16 +128,18 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
 /// one warp finds the state before the window from the windows before it (row_look_back: the
 /// nearest published state and the aggregates after it, folded in order with the same fmas as
 /// the sequential definition, so the same bits whatever the timing), and a window without a start
-/// publishes its state (the same fma). Last each thread reads its elements again and scans them
-/// from the state entering them.
-template <class Problem, int kThreads, int kItems, int kMinBlocks>
+/// publishes its state (the same fma). The block's Segments are scanned once, before the
+/// look-back (SegmentBlockScan::exclusive_scan); last each thread reads its elements again and
+/// scans them from the state entering them.
+template <class Problem, int kThreads, int kItems, int kMinBlocks, bool kStates>
 __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBlocks))
     flat_window_kernel(const typename Problem::Params p,
                        const RowStates<typename Problem::C> states, const int64_t ranges) {
   using C = typename Problem::C;
   using T = typename Problem::Storage;
   constexpr bool kReverse = Problem::kReverse;
-  constexpr bool kBlocked = Problem::kBlockedWindow;
+  constexpr bool kLean = !kStates;
+  constexpr bool kBlocked = kWindowBlocked<Problem, kStates>;
   constexpr int kVec = Problem::kVec;
   static_assert(kItems % kVec == 0, "items per thread are whole vectors");
   constexpr int kVectors = kItems / kVec;  // a thread's
@@ -112,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   __shared__ typename Scan::TempStorage storage;
   __shared__ C carry_in;
   __shared__ T halo[2 * Problem::kStagedStreams];
-  __shared__ uint32_t starts[kSpan / 32 + 1];  // the window's start bits (mark_starts)
+  __shared__ uint32_t starts[kSpan / 32 + 2];  // the window's start bits (mark_starts)
   extern __shared__ uint4 staged[];            // kStagedStreams * View::kStreamElements elements
   Scan scan(storage);
   const int rank = static_cast<int>(threadIdx.x);
@@ -125,10 +163,10 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     const View view{reinterpret_cast<T*>(staged), halo, r.lo - r.lo % kVec};
     if (range != blockIdx.x) __syncthreads();  // the previous window is read and stored
     if (any) stage_window<Problem, kThreads, kVectors>(p, r, view, rank);
-    for (int i = rank; i < kSpan / 32 + 1; i += kThreads) starts[i] = 0;
+    for (int i = rank; i < kSpan / 32 + 2; i += kThreads) starts[i] = 0;
     Problem::find(p, r);  // its barriers order the zeroing before the marking
     Problem problem = Problem::at(p, r, kBlocked);
-    problem.template empties<kThreads>(p, rank);
+    if constexpr (kStates) problem.template empties<kThreads>(p, rank);
     if (any)
       problem.seqs.template mark_starts<kThreads>(starts, view.origin - r.row_lo, kSpan, r.closes,
                                                   rank);
@@ -146,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
       problem.load_staged(loaded, v, view);
       const int32_t rel = static_cast<int32_t>(v - r.lo);
       marks = problem.marks(rel, n, none);
-      problem.convert(loaded, v, marks, p, work);
+      problem.template convert<kStates>(loaded, v, marks, p, work);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) {
         const bool inside = rel + i >= 0 && rel + i < n;
@@ -157,23 +195,50 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     Segment<C> aggregate[kRuns];
 #pragma unroll
     for (int j = 0; j < kRuns; ++j) aggregate[j] = segment_identity<C>();
+    Segment<C> exclusive[kRuns];
     Segment<C> total = segment_identity<C>();
+    // the lean path's marks and edges (unused otherwise)
+    uint64_t head_bits = 0, tail_bits = 0;
+    typename Problem::LeanEdges edges{};
+    const auto lean = [&](int j, typename Problem::Work& work) {
+      const auto bits = [&](uint64_t b) {
+        return static_cast<uint32_t>(b >> (j * kVec)) & ((1u << kVec) - 1);
+      };
+      problem.template lean_read<kVectors>(view, rank, j, edges, bits(head_bits), bits(tail_bits),
+                                           work);
+      return bits(kReverse ? tail_bits : head_bits);  // the vector's first elements in scan order
+    };
     if (any) {
       __pipeline_wait_prior(0);
       __syncthreads();  // every thread's copies have landed, and the start bits are set
+      if constexpr (kLean) {
+        const int32_t origin_lo = static_cast<int32_t>(r.lo - view.origin);
+        const ThreadMarks<kItems> tm(starts, rank * kItems, origin_lo, origin_lo + n);
+        head_bits = tm.head;
+        tail_bits = tm.tail;
+        edges = problem.template lean_edges<kVectors>(view, rank);
 #pragma unroll
-      for (int k = 0; k < kVectors; ++k) {
-        const int j = kReverse ? kVectors - 1 - k : k;
-        typename Problem::Work work;
-        typename Problem::Marks marks;
-        pairs(j, work, marks);
-        const Segment<C> folded = segment_reduce<kReverse>(work.a, work.b, marks.first);
-        if constexpr (kBlocked)
-          aggregate[0] = compose(aggregate[0], folded);
-        else
-          aggregate[j] = folded;
+        for (int k = 0; k < kVectors; ++k) {
+          const int j = kReverse ? kVectors - 1 - k : k;
+          typename Problem::Work work;
+          const uint32_t first = lean(j, work);
+          aggregate[0] = compose(aggregate[0], segment_reduce<kReverse>(work.a, work.b, first));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kVectors; ++k) {
+          const int j = kReverse ? kVectors - 1 - k : k;
+          typename Problem::Work work;
+          typename Problem::Marks marks;
+          pairs(j, work, marks);
+          const Segment<C> folded = segment_reduce<kReverse>(work.a, work.b, marks.first);
+          if constexpr (kBlocked)
+            aggregate[0] = compose(aggregate[0], folded);
+          else
+            aggregate[j] = folded;
+        }
       }
-      total = scan.reduce(aggregate);
+      scan.exclusive_scan(aggregate, exclusive, total);
     }
     // the window's place in its row in scan order (as PackedWindows::window), its row's records
     const int64_t q = range / p.channels;
@@ -189,7 +254,8 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     C carry = C(0);
     if (!r.opens) {  // the window's first pairs continue a sequence from the windows before
       if (rank < kWarpThreads) {
-        const C x = row_look_back<C, kWarpThreads, 1, 4 * kWarpThreads>(row, q, 0, rank, tag);
+        const C x = row_look_back<C, kWarpThreads, 1, 4 * kWarpThreads, kWindowFoldLoop>(row, q, 0,
+                                                                                         rank, tag);
         if (rank == 0) {
           carry_in = x;
           if (!total.cut) row_publish_state(record, fma(total.a, x, total.b), tag);
@@ -200,35 +266,57 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     }
     if (any) {
       C incoming[kRuns];
-      scan.scan_state(aggregate, incoming, carry);
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) incoming[j] = apply(exclusive[j], carry);
       C state = incoming[0];
 #pragma unroll
       for (int k = 0; k < kVectors; ++k) {
         const int j = kReverse ? kVectors - 1 - k : k;
-        typename Problem::Work work;
-        typename Problem::Marks marks;
-        pairs(j, work, marks);
-        if constexpr (!kBlocked) state = incoming[j];
-        segment_scan<kReverse>(state, work.a, work.b, marks.first);
-        state = work.b[kReverse ? 0 : kVec - 1];
-        const int64_t v = position(j);
-        if constexpr (Problem::kStagedOutputs > 0) {
-          alignas(16) T y[1][kVec];
-          problem.outputs(work, v, marks, p, y);
-          view.put(0, v, y[0]);  // over its gates, which only this thread reads
+        if constexpr (kLean) {
+          typename Problem::Work work;
+          const uint32_t first = lean(j, work);
+          segment_scan<kReverse>(state, work.a, work.b, first);
+          state = work.b[kReverse ? 0 : kVec - 1];
+          problem.template lean_write<kVectors>(view, rank, j, work);
         } else {
-          problem.store(work, v, marks, p);
+          typename Problem::Work work;
+          typename Problem::Marks marks;
+          pairs(j, work, marks);
+          if constexpr (!kBlocked) state = incoming[j];
+          segment_scan<kReverse>(state, work.a, work.b, marks.first);
+          state = work.b[kReverse ? 0 : kVec - 1];
+          const int64_t v = position(j);
+          if constexpr (Problem::kStagedOutputs > 0) {
+            alignas(16) T y[1][kVec];
+            problem.template outputs<kStates>(work, v, marks, p, y);
+            view.put(0, v, y[0]);  // over its gates, which only this thread reads
+          } else {
+            problem.template store<kStates>(work, v, marks, p);
+          }
         }
       }
-      if constexpr (Problem::kStagedOutputs > 0) {
+      // outputs staged in place of inputs go out striped, each warp's stores one stretch
+      constexpr int kOutputs = kLean ? Problem::kLeanOutputs : Problem::kStagedOutputs;
+      if constexpr (kOutputs > 0) {
         __syncthreads();  // every thread's outputs are in place
-        T* const dst = Problem::output(p, 0);
-#pragma unroll
-        for (int i = 0; i < kVectors; ++i) {
+        const auto put = [&](int o, int i, auto inside) {
           const int64_t v = view.origin + (int64_t(i) * kThreads + rank) * kVec;
           alignas(16) T y[kVec];
-          view.vector(0, v, y);
-          store_vector<kVec>(dst, v, r.lo, r.hi, y);
+          view.vector(Problem::window_output_slot(o), v, y);
+          store_vector<kVec, decltype(inside)::value>(Problem::window_output(p, o), v, r.lo, r.hi,
+                                                      y);
+        };
+        // a whole window (all but a row's edge windows): 16-byte stores, no test
+        const bool whole = kVec > 1 && r.lo == view.origin && r.hi == view.origin + kSpan;
+#pragma unroll
+        for (int o = 0; o < kOutputs; ++o) {
+          if (whole) {
+#pragma unroll
+            for (int i = 0; i < kVectors; ++i) put(o, i, std::bool_constant<kVec != 1>{});
+          } else {
+#pragma unroll 1
+            for (int i = 0; i < kVectors; ++i) put(o, i, std::false_type{});
+          }
         }
       }
     }
@@ -259,15 +347,19 @@ cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cud
   constexpr bool kVector = Problem::kVec > 1;
   constexpr int kMinBlocks = kVector ? F.window_min_blocks : 1;
   constexpr int kItems = int(window_elements<T>(F, kVector) / F.threads);
-  using View = StagedWindow<T, Problem::kVec, int64_t(F.threads) * kItems, Problem::kBlockedWindow>;
-  constexpr int kShared = int(Problem::kStagedStreams * View::kStreamElements * sizeof(T));
+  constexpr int kShared = window_shared_bytes<Problem, F.threads, kItems, false>();
+  constexpr int kSharedStates = window_shared_bytes<Problem, F.threads, kItems, true>();
   // with the kernel's static shared memory, within the default allowance of 48 KiB
-  static_assert(kShared <= 40 * 1024, "a window's slots fit the default shared memory allowance");
+  static_assert(kShared <= 40 * 1024 && kSharedStates <= 40 * 1024,
+                "a window's slots fit the default shared memory allowance");
   p.window = int64_t(F.threads) * kItems;
   p.windows = packed_windows(p.length, p.window, Problem::kVec);
   const int64_t ranges = p.channels * p.windows;  // the host keeps it under 2^31
   const auto states = RowStates<typename Problem::C>::carve(workspace, call_tag());
-  return launch_kernel(&flat_window_kernel<Problem, F.threads, kItems, kMinBlocks>, ranges,
+  if (Problem::has_states(p))
+    return launch_kernel(&flat_window_kernel<Problem, F.threads, kItems, kMinBlocks, true>, ranges,
+                         F.threads, kSharedStates, stream, p, states, ranges);
+  return launch_kernel(&flat_window_kernel<Problem, F.threads, kItems, kMinBlocks, false>, ranges,
                        F.threads, kShared, stream, p, states, ranges);
 }
 
