@@ -83,11 +83,6 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
   __pipeline_commit();
 }
 
-#if !defined(ASCAN_WINDOW_FOLD_LOOP)
-#define ASCAN_WINDOW_FOLD_LOOP 1
-#endif
-constexpr bool kWindowFoldLoop = ASCAN_WINDOW_FOLD_LOOP != 0;
-
 /// Whether the windows of `Problem` are blocked (a thread's vectors consecutive) or striped:
 /// without states every problem is blocked and lean (a thread's marks come from its own bits,
 /// read once by ThreadMarks, and its vectors' code is the pairs and nothing else); with them as
@@ -254,8 +249,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     C carry = C(0);
     if (!r.opens) {  // the window's first pairs continue a sequence from the windows before
       if (rank < kWarpThreads) {
-        const C x = row_look_back<C, kWarpThreads, 1, 4 * kWarpThreads, kWindowFoldLoop>(row, q, 0,
-                                                                                         rank, tag);
+        const C x = row_look_back<C, kWarpThreads, 1, 4 * kWarpThreads, true>(row, q, 0, rank, tag);
         if (rank == 0) {
           carry_in = x;
           if (!total.cut) row_publish_state(record, fma(total.a, x, total.b), tag);

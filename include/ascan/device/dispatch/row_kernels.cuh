@@ -227,7 +227,8 @@ __device__ __forceinline__ uint32_t row_read(const RowRecord<double>* r, uint64_
 /// waits for its shuffles): the same fmas either way. Measured on the H200, the loop makes the
 /// channel-last skewed rows (a long sequence's tiles fold up to 32 aggregates each) 3-30% slower
 /// (bf16 forward 0.52 -> 0.40 of the copy); the packed time-contiguous windows (flat_packed.cuh)
-/// take it.
+/// take it, where unrolled measured 0.02-0.06 slower backward and within 0.012 forward
+/// (bench/RESULTS.md, "What was tried and dropped").
 template <class C, int kG, int kWidth, int kReach, bool kLoop = false>
 __device__ __forceinline__ C row_look_back(const RowRecord<C>* slab_records, int64_t tile, int ch,
                                            int slot, uint64_t tag) {
