@@ -114,52 +114,11 @@ class SegmentBlockScan {
   /// tile's earliest pair on entry and after its latest on return.
   __device__ __forceinline__ void scan_state(const Segment<C> (&x)[kRuns], C (&incoming)[kRuns],
                                              C& carry) {
-    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-    auto& slots = storage_.warp_aggregate[parity_];
-    parity_ ^= 1;
-    Segment<C> within[kRuns];  // the warp's pairs before this lane's
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      const uint32_t cuts = __ballot_sync(0xffffffffu, x[j].cut);
-      const Segment<C> inclusive =
-          lane_group_inclusive_segments<kWarpThreads, kReverse>(x[j], lane);
-      const int from = kReverse ? lane + 1 : lane - 1;
-      within[j].a = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.a, 1)
-                             : __shfl_up_sync(0xffffffffu, inclusive.a, 1);
-      within[j].b = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.b, 1)
-                             : __shfl_up_sync(0xffffffffu, inclusive.b, 1);
-      within[j].cut =
-          (cuts & (kReverse ? lane_span(from, kWarpThreads - 1) : lane_span(0, from))) != 0;
-      if (lane == (kReverse ? kWarpThreads - 1 : 0)) within[j] = segment_identity<C>();
-      if (lane == (kReverse ? 0 : kWarpThreads - 1)) slots[j][warp] = inclusive;
-    }
-    __syncthreads();
-    // Every warp composes the runs' warp aggregates itself, earliest first: lane w holds warp
-    // w's, and its inclusive scan gives each lane the warps up to it.
-    const bool first_warp = kReverse ? warp == kWarps - 1 : warp == 0;
-    const int before = kReverse ? warp + 1 : warp - 1;
     Segment<C> running = {C(0), carry, true};  // the known state: a constant map
-#pragma unroll
-    for (int k = 0; k < kRuns; ++k) {
-      const int j = kReverse ? kRuns - 1 - k : k;
-      const Segment<C> mine = lane < kWarps ? slots[j][lane] : segment_identity<C>();
-      const uint32_t cuts = __ballot_sync(0xffffffffu, mine.cut);
-      const Segment<C> across =
-          lane_group_inclusive_segments<kAcross, kReverse>(mine, lane % kAcross);
-      // the run's total (all its warps) and the warps before this one, from lane 0's group
-      const int last = kReverse ? 0 : kWarps - 1;
-      const Segment<C> run_total = {__shfl_sync(0xffffffffu, across.a, last),
-                                    __shfl_sync(0xffffffffu, across.b, last),
-                                    (cuts & lane_span(0, kWarps - 1)) != 0};
-      const int src = before < 0 ? 0 : before % kWarpThreads;
-      const Segment<C> earlier_warps = {
-          __shfl_sync(0xffffffffu, across.a, src), __shfl_sync(0xffffffffu, across.b, src),
-          (cuts & (kReverse ? lane_span(before, kWarps - 1) : lane_span(0, before))) != 0};
-      const Segment<C> in_run = first_warp ? within[j] : compose(earlier_warps, within[j]);
+    scan_runs(x, [&](int, int j, const Segment<C>& in_run, const Segment<C>& run_total) {
       incoming[j] = apply(compose(running, in_run), C(0));
       running = compose(running, run_total);
-    }
+    });
     carry = running.b;
   }
 
@@ -170,49 +129,11 @@ class SegmentBlockScan {
   __device__ __forceinline__ void exclusive_scan(const Segment<C> (&x)[kRuns],
                                                  Segment<C> (&exclusive)[kRuns],
                                                  Segment<C>& total) {
-    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-    auto& slots = storage_.warp_aggregate[parity_];
-    parity_ ^= 1;
-    Segment<C> within[kRuns];  // the warp's pairs before this lane's
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      const uint32_t cuts = __ballot_sync(0xffffffffu, x[j].cut);
-      const Segment<C> inclusive =
-          lane_group_inclusive_segments<kWarpThreads, kReverse>(x[j], lane);
-      const int from = kReverse ? lane + 1 : lane - 1;
-      within[j].a = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.a, 1)
-                             : __shfl_up_sync(0xffffffffu, inclusive.a, 1);
-      within[j].b = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.b, 1)
-                             : __shfl_up_sync(0xffffffffu, inclusive.b, 1);
-      within[j].cut =
-          (cuts & (kReverse ? lane_span(from, kWarpThreads - 1) : lane_span(0, from))) != 0;
-      if (lane == (kReverse ? kWarpThreads - 1 : 0)) within[j] = segment_identity<C>();
-      if (lane == (kReverse ? 0 : kWarpThreads - 1)) slots[j][warp] = inclusive;
-    }
-    __syncthreads();
-    const bool first_warp = kReverse ? warp == kWarps - 1 : warp == 0;
-    const int before = kReverse ? warp + 1 : warp - 1;
     Segment<C> running = segment_identity<C>();
-#pragma unroll
-    for (int k = 0; k < kRuns; ++k) {
-      const int j = kReverse ? kRuns - 1 - k : k;
-      const Segment<C> mine = lane < kWarps ? slots[j][lane] : segment_identity<C>();
-      const uint32_t cuts = __ballot_sync(0xffffffffu, mine.cut);
-      const Segment<C> across =
-          lane_group_inclusive_segments<kAcross, kReverse>(mine, lane % kAcross);
-      const int last = kReverse ? 0 : kWarps - 1;
-      const Segment<C> run_total = {__shfl_sync(0xffffffffu, across.a, last),
-                                    __shfl_sync(0xffffffffu, across.b, last),
-                                    (cuts & lane_span(0, kWarps - 1)) != 0};
-      const int src = before < 0 ? 0 : before % kWarpThreads;
-      const Segment<C> earlier_warps = {
-          __shfl_sync(0xffffffffu, across.a, src), __shfl_sync(0xffffffffu, across.b, src),
-          (cuts & (kReverse ? lane_span(before, kWarps - 1) : lane_span(0, before))) != 0};
-      const Segment<C> in_run = first_warp ? within[j] : compose(earlier_warps, within[j]);
+    scan_runs(x, [&](int k, int j, const Segment<C>& in_run, const Segment<C>& run_total) {
       exclusive[j] = k == 0 ? in_run : compose(running, in_run);
       running = k == 0 ? run_total : compose(running, run_total);
-    }
+    });
     total = running;
   }
 
@@ -239,6 +160,56 @@ class SegmentBlockScan {
   }
 
  private:
+  /// The block-wide scan of the runs' pairs (one barrier): on_run(k, j, in_run, run_total) for
+  /// the k-th run in scan order, j, with in_run the Segment of run j's pairs before this thread's
+  /// and run_total the Segment of all of run j's pairs (the same in every thread).
+  template <class OnRun>
+  __device__ __forceinline__ void scan_runs(const Segment<C> (&x)[kRuns], OnRun&& on_run) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+    auto& slots = storage_.warp_aggregate[parity_];
+    parity_ ^= 1;
+    Segment<C> within[kRuns];  // the warp's pairs before this lane's
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      const uint32_t cuts = __ballot_sync(0xffffffffu, x[j].cut);
+      const Segment<C> inclusive =
+          lane_group_inclusive_segments<kWarpThreads, kReverse>(x[j], lane);
+      const int from = kReverse ? lane + 1 : lane - 1;
+      within[j].a = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.a, 1)
+                             : __shfl_up_sync(0xffffffffu, inclusive.a, 1);
+      within[j].b = kReverse ? __shfl_down_sync(0xffffffffu, inclusive.b, 1)
+                             : __shfl_up_sync(0xffffffffu, inclusive.b, 1);
+      within[j].cut =
+          (cuts & (kReverse ? lane_span(from, kWarpThreads - 1) : lane_span(0, from))) != 0;
+      if (lane == (kReverse ? kWarpThreads - 1 : 0)) within[j] = segment_identity<C>();
+      if (lane == (kReverse ? 0 : kWarpThreads - 1)) slots[j][warp] = inclusive;
+    }
+    __syncthreads();
+    // Every warp composes the runs' warp aggregates itself, earliest first: lane w holds warp
+    // w's, and its inclusive scan gives each lane the warps up to it.
+    const bool first_warp = kReverse ? warp == kWarps - 1 : warp == 0;
+    const int before = kReverse ? warp + 1 : warp - 1;
+#pragma unroll
+    for (int k = 0; k < kRuns; ++k) {
+      const int j = kReverse ? kRuns - 1 - k : k;
+      const Segment<C> mine = lane < kWarps ? slots[j][lane] : segment_identity<C>();
+      const uint32_t cuts = __ballot_sync(0xffffffffu, mine.cut);
+      const Segment<C> across =
+          lane_group_inclusive_segments<kAcross, kReverse>(mine, lane % kAcross);
+      // the run's total (all its warps) and the warps before this one, from lane 0's group
+      const int last = kReverse ? 0 : kWarps - 1;
+      const Segment<C> run_total = {__shfl_sync(0xffffffffu, across.a, last),
+                                    __shfl_sync(0xffffffffu, across.b, last),
+                                    (cuts & lane_span(0, kWarps - 1)) != 0};
+      const int src = before < 0 ? 0 : before % kWarpThreads;
+      const Segment<C> earlier_warps = {
+          __shfl_sync(0xffffffffu, across.a, src), __shfl_sync(0xffffffffu, across.b, src),
+          (cuts & (kReverse ? lane_span(before, kWarps - 1) : lane_span(0, before))) != 0};
+      on_run(k, j, first_warp ? within[j] : compose(earlier_warps, within[j]), run_total);
+    }
+  }
+
   TempStorage& storage_;
   int parity_ = 0;
 };
