@@ -111,7 +111,7 @@ constexpr int window_shared_bytes() {
 /// thread reads its marks once (ThreadMarks) and its vectors' code is the pairs and their scan
 /// and nothing else (the Problem's lean_read / lean_write): the code of the window is about a
 /// fifth of the code with states, whose per-element state lookups it leaves out; on the H200 f32
-/// forward 0.67 -> 0.91 of the copy, bf16 forward 0.31 -> 0.92, backward 0.46 -> 0.76 and 0.34
+/// forward 0.67 -> 0.91 of the copy, bf16 forward 0.31 -> 0.91, backward 0.46 -> 0.77 and 0.34
 /// -> 0.74 (bench/RESULTS.md). With states, the backward pass stays striped: a thread takes
 /// vector rank of each of the window's runs of kThreads vectors, the block scans each run, and
 /// the gradients go to memory from registers; its neighbours come by shuffle (measured with
