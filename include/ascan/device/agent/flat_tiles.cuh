@@ -137,28 +137,6 @@ class SegmentBlockScan {
     total = running;
   }
 
-  /// The Segment of the whole tile (every run, in scan order): the same in every thread.
-  __device__ __forceinline__ Segment<C> reduce(const Segment<C> (&x)[kRuns]) {
-    const int lane = static_cast<int>(threadIdx.x) % kWarpThreads;
-    const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-    auto& slots = storage_.warp_aggregate[parity_];
-    parity_ ^= 1;
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      const Segment<C> inclusive =
-          lane_group_inclusive_segments<kWarpThreads, kReverse>(x[j], lane);
-      if (lane == (kReverse ? 0 : kWarpThreads - 1)) slots[j][warp] = inclusive;
-    }
-    __syncthreads();
-    Segment<C> total = segment_identity<C>();
-#pragma unroll
-    for (int k = 0; k < kRuns * kWarps; ++k) {
-      const int i = kReverse ? kRuns * kWarps - 1 - k : k;
-      total = compose(total, slots[i / kWarps][i % kWarps]);
-    }
-    return total;
-  }
-
  private:
   /// The block-wide scan of the runs' pairs (one barrier): on_run(k, j, in_run, run_total) for
   /// the k-th run in scan order, j, with in_run the Segment of run j's pairs before this thread's
@@ -732,11 +710,6 @@ struct ThreadMarks {
     head = x & inside;
     tail = ((x >> 1) | (beyond << (kItems - 1))) & inside;
   }
-  /// The first (in scan order) marks of vector j, the thread's elements j * kVec .. + kVec - 1.
-  template <int kVec, bool kReverse>
-  __device__ __forceinline__ uint32_t first(int j) const {
-    return static_cast<uint32_t>((kReverse ? tail : head) >> (j * kVec)) & ((1u << kVec) - 1);
-  }
 
  private:
   static constexpr uint64_t kAll = kItems == 64 ? ~uint64_t{0} : (uint64_t{1} << kItems) - 1;
@@ -815,22 +788,10 @@ struct StagedWindow {
   }
   /// The vector of stream s at grid position v (a vector of the span), and the way back.
   __device__ __forceinline__ void vector(int s, int64_t v, T (&r)[kVec]) const {
-    const T* q = slot(s, static_cast<uint32_t>(v - origin) / kVec);
-    if constexpr (kVec * sizeof(T) == 16) {
-      *reinterpret_cast<uint4*>(r) = *reinterpret_cast<const uint4*>(q);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) r[i] = q[i];
-    }
+    copy_vector(slot(s, static_cast<uint32_t>(v - origin) / kVec), r);
   }
   __device__ __forceinline__ void put(int s, int64_t v, const T (&y)[kVec]) const {
-    T* q = slot(s, static_cast<uint32_t>(v - origin) / kVec);
-    if constexpr (kVec * sizeof(T) == 16) {
-      *reinterpret_cast<uint4*>(q) = *reinterpret_cast<const uint4*>(y);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) q[i] = y[i];
-    }
+    copy_vector(y, slot(s, static_cast<uint32_t>(v - origin) / kVec));
   }
 };
 
@@ -946,33 +907,27 @@ struct FlatForwardOf : FlatPlacement<Seqs, kReverseScan, kVector> {
   static __host__ __device__ bool has_states(const Params& p) {
     return p.initial_state != nullptr || p.final_state != nullptr;
   }
-  template <bool kStates = true>
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const Marks& m,
                                           const Params& p, Work& w) const {
     inner.convert(r, v, w);
-    if constexpr (kStates) {
-      if (p.initial_state == nullptr || m.first == 0) return;
+    if (p.initial_state == nullptr || m.first == 0) return;
 #pragma unroll
-      for (int i = 0; i < kVec; ++i)
-        if (m.first & (1u << i)) {
-          const C h0 = to_compute<C>(p.initial_state[seqs.state(m, i)]);
-          w.b[i] = w.a[i] * h0 + w.b[i];
-        }
-    }
+    for (int i = 0; i < kVec; ++i)
+      if (m.first & (1u << i)) {
+        const C h0 = to_compute<C>(p.initial_state[seqs.state(m, i)]);
+        w.b[i] = w.a[i] * h0 + w.b[i];
+      }
   }
   /// A scanned vector's outputs, rounded (its states), and the final states it holds: a staged
   /// window puts them in its gates' slots and stores them from there.
   static constexpr int kStagedOutputs = 1;
-  template <bool kStates = true>
   __device__ __forceinline__ void outputs(const Work& w, int64_t, const Marks& m, const Params& p,
                                           T (&y)[1][kVec]) const {
     inner.narrow(w, y[0]);
-    if constexpr (kStates) {
-      if (p.final_state == nullptr || m.last == 0) return;
+    if (p.final_state == nullptr || m.last == 0) return;
 #pragma unroll
-      for (int i = 0; i < kVec; ++i)
-        if (m.last & (1u << i)) p.final_state[seqs.state(m, i)] = y[0][i];
-    }
+    for (int i = 0; i < kVec; ++i)
+      if (m.last & (1u << i)) p.final_state[seqs.state(m, i)] = y[0][i];
   }
   __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
@@ -1123,15 +1078,9 @@ struct FlatBackwardOf : FlatPlacement<Seqs, !kForwardReverse, kVector> {
     return p.initial_state != nullptr || p.grad_final_state != nullptr ||
            p.grad_initial_state != nullptr;
   }
-  template <bool kStates = true>
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, const Marks& m,
                                           const Params& p, Work& w) const {
     inner.convert(r, v, w);
-    if constexpr (!kStates) {
-#pragma unroll
-      for (int i = 0; i < kVec; ++i) w.x[i] = (m.last & (1u << i)) != 0 ? C(0) : w.x[i];
-      return;
-    }
     if ((m.first | m.last) == 0) return;
 #pragma unroll
     for (int i = 0; i < kVec; ++i) {
@@ -1144,21 +1093,18 @@ struct FlatBackwardOf : FlatPlacement<Seqs, !kForwardReverse, kVector> {
   }
   /// A staged window's gradients go to memory from registers (store).
   static constexpr int kStagedOutputs = 0;
-  template <bool kStates = true>
   __device__ __forceinline__ void store(const Work& w, int64_t v, const Marks& m,
                                         const Params& p) const {
     Inner clipped = inner;
     clipped.lo = lo;
     clipped.hi = hi;
     clipped.store(w, v);
-    if constexpr (kStates) {
-      if (p.grad_initial_state == nullptr || m.last == 0) return;
+    if (p.grad_initial_state == nullptr || m.last == 0) return;
 #pragma unroll
-      for (int i = 0; i < kVec; ++i)
-        if (m.last & (1u << i))
-          p.grad_initial_state[seqs.state(m, i)] =
-              to_storage<T>(to_compute<C>(inner.a[v + i]) * w.b[i]);
-    }
+    for (int i = 0; i < kVec; ++i)
+      if (m.last & (1u << i))
+        p.grad_initial_state[seqs.state(m, i)] =
+            to_storage<T>(to_compute<C>(inner.a[v + i]) * w.b[i]);
   }
 };
 

@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
       problem.load_staged(loaded, v, view);
       const int32_t rel = static_cast<int32_t>(v - r.lo);
       marks = problem.marks(rel, n, none);
-      problem.template convert<kStates>(loaded, v, marks, p, work);
+      problem.convert(loaded, v, marks, p, work);
 #pragma unroll
       for (int i = 0; i < kVec; ++i) {
         const bool inside = rel + i >= 0 && rel + i < n;
@@ -282,10 +282,10 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
           const int64_t v = position(j);
           if constexpr (Problem::kStagedOutputs > 0) {
             alignas(16) T y[1][kVec];
-            problem.template outputs<kStates>(work, v, marks, p, y);
+            problem.outputs(work, v, marks, p, y);
             view.put(0, v, y[0]);  // over its gates, which only this thread reads
           } else {
-            problem.template store<kStates>(work, v, marks, p);
+            problem.store(work, v, marks, p);
           }
         }
       }
