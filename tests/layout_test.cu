@@ -871,6 +871,49 @@ std::vector<Case> packed_cases(bool backward, bool reverse) {
   return cases;
 }
 
+/// Packed channel-last calls without states on the vector path: the dense row kernel's packed
+/// form (one chain per slab over every row, a reset at each sequence start). Whole and partial
+/// slabs of channels; empty sequences at either end and between, one-row sequences (hundreds
+/// starting in one tile), lengths on and off the tile sizes, one sequence across hundreds of
+/// tiles; both offset types, every kind of gate, and non-finite inputs next to the boundaries
+/// (a NaN gate where a sequence starts, an Inf token where one ends) that must stay in their
+/// sequence.
+std::vector<Case> packed_lean_cases(bool backward, bool reverse) {
+  const std::vector<int64_t> kSets[] = {kMixedLengths,
+                                        {70000},
+                                        std::vector<int64_t>(600, 1),
+                                        {3, 200000, 0, 7, 1},
+                                        {0, 0, 300, 0, 5000, 0, 0},
+                                        {257, 255, 1, 256, 511, 513, 128, 129, 0, 127}};
+  std::vector<Case> cases;
+  int i = reverse ? 1 : 0;
+  for (const std::vector<int64_t>& lengths : kSets) {
+    int64_t total = 0;
+    for (int64_t n : lengths) total += n;
+    for (int64_t ch : {8, 64, 1000, 1536}) {
+      if (total * ch > 4000000) continue;
+      Case c = packed_case(backward, ch, lengths, true, i % 2 == 1);
+      c.reverse = reverse;
+      c.gates = kAllGates[i % 5];
+      c.own_stream = i % 4 == 1;
+      ++i;
+      cases.push_back(c);
+    }
+  }
+  const std::vector<int64_t> cu = cu_seqlens(kMixedLengths);
+  Case c = packed_case(backward, 64, kMixedLengths, true, reverse);
+  const int kIn = backward ? kGradOut : kTokens;
+  c.pokes = {{kGates, 0, 5, cu[3], kNaN},      // the first of the long sequence
+             {kIn, 0, 9, cu[3] - 1, kInf},     // the last of the one before
+             {kIn, 0, 2, cu[3] + 1000, kNaN},  // inside it
+             {kGates, 0, 7, cu[7], -kInf},     // a one-row sequence
+             {kIn, 0, 60, cu[9] - 1, kNaN}};   // the last row
+  c.reverse = reverse;
+  c.label += ", non-finite at the boundaries";
+  cases.push_back(c);
+  return cases;
+}
+
 template <class T>
 class LayoutTest : public RequiresGpu<> {};
 
@@ -1355,6 +1398,31 @@ TYPED_TEST(LayoutTest, PackedForward) { run_cases<TypeParam>(packed_cases(false,
 
 TYPED_TEST(LayoutTest, PackedReverse) { run_cases<TypeParam>(packed_cases(false, true)); }
 
+TYPED_TEST(LayoutTest, PackedRowsWithoutStates) {
+  run_cases<TypeParam>(packed_lean_cases(false, false));
+}
+
+TYPED_TEST(LayoutTest, PackedRowsWithoutStatesReverse) {
+  run_cases<TypeParam>(packed_lean_cases(false, true));
+}
+
+/// A short packed batch without states, both directions and offset types: small enough for
+/// compute-sanitizer (the GPU round runs memcheck and racecheck on it and its backward twin).
+std::vector<Case> packed_lean_short_cases(bool backward) {
+  std::vector<Case> cases;
+  for (bool reverse : {false, true})
+    for (bool offsets64 : {false, true}) {
+      Case c = packed_case(backward, 64, kMixedLengths, true, offsets64);
+      c.reverse = reverse;
+      cases.push_back(c);
+    }
+  return cases;
+}
+
+TYPED_TEST(LayoutTest, PackedRowsWithoutStatesShort) {
+  run_cases<TypeParam>(packed_lean_short_cases(false));
+}
+
 /// A packed batch agrees with scanning each of its sequences alone.
 TYPED_TEST(LayoutTest, PackedMatchesEachSequenceAlone) {
   Case c = with_states(packed_case(false, 8, kMixedLengths, true, false), 3);
@@ -1364,6 +1432,9 @@ TYPED_TEST(LayoutTest, PackedMatchesEachSequenceAlone) {
   c.gates = Gates::kNearOne;
   run_packed_against_alone<TypeParam>(c);
   c = with_states(packed_case(false, 1536, {5, 0, 1, 300, 17}, true, true), 1);
+  run_packed_against_alone<TypeParam>(c);
+  c = packed_case(false, 64, kMixedLengths, true, false);  // no states: the dense row kernel
+  c.gates = Gates::kNearOne;
   run_packed_against_alone<TypeParam>(c);
 }
 
@@ -1433,6 +1504,10 @@ TYPED_TEST(LayoutTest, Deterministic) {
     if (::testing::Test::HasFatalFailure()) return;
   }
   Case c = with_states(packed_case(false, 16, {3, 200000, 0, 7, 1}, true, false), 3);
+  c.gates = Gates::kNearOne;
+  check_deterministic<TypeParam>(c, 3);
+  if (::testing::Test::HasFatalFailure()) return;
+  c = packed_case(false, 16, {3, 200000, 0, 7, 1}, true, false);  // the dense row kernel
   c.gates = Gates::kNearOne;
   check_deterministic<TypeParam>(c, 3);
 }
@@ -1621,6 +1696,18 @@ TYPED_TEST(LayoutTest, BackwardPackedForward) { run_cases<TypeParam>(packed_case
 
 TYPED_TEST(LayoutTest, BackwardPackedReverse) { run_cases<TypeParam>(packed_cases(true, true)); }
 
+TYPED_TEST(LayoutTest, BackwardPackedRowsWithoutStates) {
+  run_cases<TypeParam>(packed_lean_cases(true, false));
+}
+
+TYPED_TEST(LayoutTest, BackwardPackedRowsWithoutStatesReverse) {
+  run_cases<TypeParam>(packed_lean_cases(true, true));
+}
+
+TYPED_TEST(LayoutTest, BackwardPackedRowsWithoutStatesShort) {
+  run_cases<TypeParam>(packed_lean_short_cases(true));
+}
+
 TYPED_TEST(LayoutTest, BackwardPackedMatchesEachSequenceAlone) {
   Case c = with_states(packed_case(true, 8, kMixedLengths, true, false), 7);
   run_packed_against_alone<TypeParam>(c);
@@ -1629,6 +1716,9 @@ TYPED_TEST(LayoutTest, BackwardPackedMatchesEachSequenceAlone) {
   c.gates = Gates::kNearOne;
   run_packed_against_alone<TypeParam>(c);
   c = with_states(packed_case(true, 1536, {5, 0, 1, 300, 17}, true, true), 6);
+  run_packed_against_alone<TypeParam>(c);
+  c = packed_case(true, 64, kMixedLengths, true, true);  // no states: the dense row kernel
+  c.reverse = true;
   run_packed_against_alone<TypeParam>(c);
 }
 
@@ -1643,6 +1733,10 @@ TYPED_TEST(LayoutTest, BackwardDeterministic) {
     if (::testing::Test::HasFatalFailure()) return;
   }
   Case c = with_states(packed_case(true, 16, {3, 200000, 0, 7, 1}, true, false), 7);
+  c.gates = Gates::kNearOne;
+  check_deterministic<TypeParam>(c, 3);
+  if (::testing::Test::HasFatalFailure()) return;
+  c = packed_case(true, 16, {3, 200000, 0, 7, 1}, true, false);  // the dense row kernel
   c.gates = Gates::kNearOne;
   check_deterministic<TypeParam>(c, 3);
 }

@@ -53,12 +53,12 @@ struct Guarded {
 
 template <class Offset>
 void run_case(bool backward, bool channel_last_layout, const std::vector<Offset>& offsets,
-              int64_t total, int64_t channels) {
+              int64_t total, int64_t channels, bool pass_states = true) {
   const int64_t count = int64_t(offsets.size()) - 1;
   SCOPED_TRACE(std::string(backward ? "backward" : "forward") +
                (channel_last_layout ? ", (total, C)" : ", (C, total)") + ", " +
                std::to_string(sizeof(Offset) * 8) + "-bit offsets, total " + std::to_string(total) +
-               ", C " + std::to_string(channels));
+               ", C " + std::to_string(channels) + (pass_states ? ", states" : ", no states"));
   const int64_t elems = total * channels, states = count * channels;
   std::vector<float> gate_init, value_init, state_init;
   for (int64_t i = 0; i < elems; ++i) {
@@ -89,9 +89,11 @@ void run_case(bool backward, bool channel_last_layout, const std::vector<Offset>
       args.grad_out = b.data();
       args.grad_gates = o.data();
       args.grad_tokens = o2.data();
-      args.initial_state = h0.data();
-      args.grad_final_state = s2.data();
-      args.grad_initial_state = s3.data();
+      if (pass_states) {
+        args.initial_state = h0.data();
+        args.grad_final_state = s2.data();
+        args.grad_initial_state = s3.data();
+      }
       args.packed = packed(doff, count);
       st_call = scan_backward(args, ws, bytes);
     } else {
@@ -100,8 +102,10 @@ void run_case(bool backward, bool channel_last_layout, const std::vector<Offset>
       args.gates = g.data();
       args.tokens = a.data();
       args.out = o.data();
-      args.initial_state = h0.data();
-      args.final_state = s3.data();
+      if (pass_states) {
+        args.initial_state = h0.data();
+        args.final_state = s3.data();
+      }
       args.packed = packed(doff, count);
       st_call = scan(args, ws, bytes);
     }
@@ -124,18 +128,22 @@ TEST_F(PackedOffsetsTest, NotAscendingStaysInBounds) {
   const std::vector<int64_t> wild = {0, 50, 20, 2999, 5000, -5, 7, 7, 1000, 3, 3000};
   for (bool backward : {false, true})
     for (bool cl : {false, true})
-      for (int64_t ch : {1, 8, 33}) {
-        run_case<int64_t>(backward, cl, wild, total, ch);
-        if (HasFatalFailure()) return;
-        run_case<int32_t>(backward, cl, std::vector<int32_t>(wild.begin(), wild.end()), total, ch);
-        if (HasFatalFailure()) return;
-      }
+      for (int64_t ch : {1, 8, 33, 64})
+        for (bool states : {true, false}) {  // channel-last without states: the dense row kernel
+          run_case<int64_t>(backward, cl, wild, total, ch, states);
+          if (HasFatalFailure()) return;
+          run_case<int32_t>(backward, cl, std::vector<int32_t>(wild.begin(), wild.end()), total, ch,
+                            states);
+          if (HasFatalFailure()) return;
+        }
 }
 
 TEST_F(PackedOffsetsTest, AllOffsetsOutOfRange) {
   for (bool backward : {false, true})
     for (bool cl : {false, true}) {
       run_case<int64_t>(backward, cl, {-7, -7, 1 << 30, -1, 1 << 30}, 700, 5);
+      if (HasFatalFailure()) return;
+      run_case<int64_t>(backward, cl, {-7, -7, 1 << 30, -1, 1 << 30}, 700, 8, false);
       if (HasFatalFailure()) return;
     }
 }

@@ -356,6 +356,31 @@ __device__ __forceinline__ int64_t clamped_offset(const int32_t* offsets32,
   return v < 0 ? 0 : (v > length ? length : v);
 }
 
+/// The first k in [0, count] with offset(k) at least x (count where none is), found by the 32
+/// lanes of one warp together: a round reads 32 offsets evenly spread over what is left and keeps
+/// the stretch between the last below x and the next, so a round costs one load's latency and
+/// narrows the search 32 times. Offsets that do not ascend give some k in [0, count], never a read
+/// outside [0, count).
+template <class Offset>
+__device__ __forceinline__ int64_t first_offset_at_least(const Offset& offset, int64_t count,
+                                                         int64_t x, int lane) {
+  int64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const int64_t step = (hi - lo + kWarpThreads - 1) / kWarpThreads;
+    const int64_t k = lo + int64_t(lane) * step;
+    const uint32_t below = __ballot_sync(0xffffffffu, k < hi && offset(k) < x);
+    const int n = __popc(below);
+    if (n == 0) {
+      hi = lo;
+    } else {
+      const int64_t last_below = lo + int64_t(n - 1) * step;
+      lo = last_below + 1;
+      hi = last_below + step < hi ? last_below + step : hi;
+    }
+  }
+  return lo;
+}
+
 /// Offsets of packed sequences: `count` sequences, sequence k at times [offset(k),
 /// offset(k + 1)) of each channel's `length`. As on the row path (RowWalk::offset), the first
 /// offset is 0 and the last `length` whatever the device holds, and the others are clamped into
@@ -375,26 +400,9 @@ struct PackedFlatParams : Base {
     return v < 0 ? 0 : (v > this->length ? this->length : v);
   }
   /// The first sequence k in [0, count] whose offset is at least x (count where none is), found
-  /// by the 32 lanes of one warp together: a round reads 32 offsets evenly spread over what is
-  /// left and keeps the stretch between the last below x and the next, so a round costs one
-  /// load's latency and narrows the search 32 times. Offsets that do not ascend give some k in
-  /// [0, count], never a read outside the offsets.
+  /// by the 32 lanes of one warp together (first_offset_at_least).
   __device__ __forceinline__ int64_t first_at_least(int64_t x, int lane) const {
-    int64_t lo = 0, hi = count;
-    while (lo < hi) {
-      const int64_t step = (hi - lo + kWarpThreads - 1) / kWarpThreads;
-      const int64_t k = lo + int64_t(lane) * step;
-      const uint32_t below = __ballot_sync(0xffffffffu, k < hi && offset(k) < x);
-      const int n = __popc(below);
-      if (n == 0) {
-        hi = lo;
-      } else {
-        const int64_t last_below = lo + int64_t(n - 1) * step;
-        lo = last_below + 1;
-        hi = last_below + step < hi ? last_below + step : hi;
-      }
-    }
-    return lo;
+    return first_offset_at_least([&](int64_t k) { return offset(k); }, count, x, lane);
   }
 };
 

@@ -2,8 +2,8 @@
 // batches, forward and backward.
 //
 // A dense (B, T, C) call whose arrays are all channel-contiguous on the 16-byte grid needs none
-// of the general row kernel's machinery for packed sequences (segment cursors, resets inside a
-// tile, cut pairs): here a tile never crosses a sequence. Tiles are kThreads / kLanes row groups
+// of the general row kernel's machinery for packed sequences (segment cursors, per-row sequence
+// lookups): here a tile never crosses a sequence. Tiles are kThreads / kLanes row groups
 // of kRows consecutive positions of one sequence, times one slab of kLanes * kVec channels; the
 // chains of the look-back are the (sequence, slab) pairs, each with its own tiles from the
 // sequence's first position. A thread owns kVec channels of kRows positions,
@@ -15,6 +15,11 @@
 // channel-last forward rows at 0.74-0.96 of a same-traffic copy in f32 where row_kernel ran
 // 0.66-0.89, and 0.56-0.92 in bf16 where row_kernel ran 0.50-0.68 (bench/RESULTS.md, "Channel-
 // last rows").
+//
+// Its packed form (kPacked) takes packed channel-last calls without states the same way: the
+// packed rows are one batch, tiles cut them whatever the lengths, and each tile reads where its
+// sequences start from the offsets once, as one bit per position, so a position's only extra
+// work is a select (the state before a start is 0).
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -44,6 +49,11 @@ struct DenseRowParams {
   int64_t state_batch_stride, state_channel_stride;
   int64_t slabs;  ///< channel slabs per sequence
   int64_t tiles;  ///< tiles per sequence
+  /// Packed sequences (the kernel's kPacked): `count` sequences along the `length` rows of one
+  /// batch, at the offsets in offsets32 or offsets64 (clamped as clamped_offset does).
+  const int32_t* offsets32;
+  const int64_t* offsets64;
+  int64_t count;
 };
 
 #if defined(__CUDACC__)
@@ -113,6 +123,21 @@ __device__ __forceinline__ void dense_compose(const DensePairs<C, kVec>& e,
   }
 }
 
+/// `l` := `e` then `l` where either may hold a sequence start (`cut`: its value is a state, its
+/// `a` unused, and nothing before it reaches it: no 0 * inf from a previous sequence).
+template <class C, int kVec>
+__device__ __forceinline__ void dense_compose(const DensePairs<C, kVec>& e, bool e_cut,
+                                              DensePairs<C, kVec>& l, bool& l_cut) {
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    const C b = fma(l.a[v], e.b[v], l.b[v]);
+    const C a = e.a[v] * l.a[v];
+    l.b[v] = l_cut ? l.b[v] : b;
+    l.a[v] = l_cut ? l.a[v] : a;
+  }
+  l_cut = l_cut || e_cut;
+}
+
 template <class C, int kVec>
 __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
   DensePairs<C, kVec> r;
@@ -133,7 +158,19 @@ __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
 /// gT (grad_final_state, or 0) with a[-1] taken as 1; grad_tokens = d, grad_gates = d * x[q+1]
 /// (h0 past the last position), grad_h0 = a[last] * d[last]. Row i of a thread's stage holds
 /// the gate of position q-1 (array 0), g of q (1) and the state of q+1 (2).
-template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes>
+///
+/// kPacked: the rows are packed sequences (p.offsets32/64, p.count) of one batch, with no states
+/// (no h0, final state or their gradients): one chain per slab over every row, tiles regardless
+/// of the lengths. A block marks the positions of its tile that begin a sequence in scan order
+/// (one bit each, from the offsets that fall in the tile, found by two warps' searches). A
+/// position so marked starts from the state 0 in place of the one before it (forward x = a * 0 +
+/// b, as the loop from h0 = 0; backward d = 1 * 0 + g), so nothing of another sequence reaches it,
+/// not even as 0 * inf; backward, the position that ends a sequence in scan order takes 0 for the
+/// state after it (grad_gates = d * 0). Pairs that hold a start are `cut`: their value is a state
+/// and their `a` unused. A tile whose first position begins a sequence looks nothing back, and
+/// one that holds a start publishes its state before it looks back: a look-back stops at the
+/// first start.
+template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes, bool kPacked>
 __global__ void __launch_bounds__(kThreads,
                                   launch_min_blocks(kThreads,
                                                     kDenseMinBlocks<kBackward, kThreads, kRows>))
@@ -146,11 +183,16 @@ __global__ void __launch_bounds__(kThreads,
   constexpr int kWarps = kThreads / kWarpThreads;
   constexpr int kG = kThreads / kWidth;  // look-back lanes per channel
   constexpr int kIn = kBackward ? 3 : 2;
+  constexpr int kStartWords = kPacked ? kTileRows / 32 + 2 : 1;
   static_assert(kG >= 1 && kG <= kWarpThreads, "look-back lanes per channel");
+  static_assert(!kPacked || (kTileRows % 32 == 0 && kRows <= 64), "a tile's start bits");
   using Pairs = DensePairs<C, kVec>;
   extern __shared__ uint4 dense_shared[];
   __shared__ Pairs warp_total[kWarps][kLanes];
+  __shared__ bool warp_cut[kWarps];
   __shared__ C carry_shared[kWidth];
+  __shared__ uint32_t starts[kStartWords];  // kPacked: bit e, position q0 + e begins a sequence
+  __shared__ int64_t bounds[2];             // kPacked: the sequences whose offsets meet the tile
 
   const int tid = threadIdx.x;
   const int lane = tid % kLanes;
@@ -198,15 +240,50 @@ __global__ void __launch_bounds__(kThreads,
     widen<kVec>(v, out);
   };
   // The element pair of row i (position p0 + i): forward (a, b); backward (a of the position
-  // before, g), with a = 1 at position 0.
-  const auto element = [&](int64_t p0, int i, C(&alpha)[kVec], C(&beta)[kVec]) {
+  // before, g), with a = 1 at position 0 and (kPacked) where the position begins a sequence
+  // (`opens`): the gate before it is another sequence's.
+  const auto element = [&](int64_t p0, int i, bool opens, C(&alpha)[kVec], C(&beta)[kVec]) {
     get(0, i, alpha);
     get(1, i, beta);
     if constexpr (kBackward) {
-      if (i == 0 && p0 == 0) {
+      if ((i == 0 && p0 == 0) || opens) {
 #pragma unroll
         for (int v = 0; v < kVec; ++v) alpha[v] = C(1);
       }
+    }
+  };
+
+  // kPacked: bit e of `starts` set where position q0 + e (e in [0, kTileRows]) begins a
+  // sequence in scan order: ascending, where a sequence that is not empty starts at time q0 + e;
+  // descending, where one starts at time length - q0 - e (the time after the last of the one
+  // before). Positions 0 and length always begin one. Spread over the block; the caller holds a
+  // barrier before the bits are read.
+  const auto mark_starts = [&](int64_t q0) {
+    const int64_t total = p.length;
+    const auto offset = [&](int64_t k) {
+      return clamped_offset(p.offsets32, p.offsets64, p.count, total, k);
+    };
+    const int64_t t_lo = kDesc ? total - q0 - kTileRows : q0;
+    const int64_t t_hi = kDesc ? total - q0 : q0 + kTileRows;
+    if (tid < kStartWords) starts[tid] = 0u;
+    if (warp < 2) {
+      const int64_t k =
+          first_offset_at_least(offset, p.count, warp == 0 ? t_lo : t_hi + 1, tid % kWarpThreads);
+      if (tid % kWarpThreads == 0) bounds[warp] = k;
+    }
+    __syncthreads();
+    const auto set = [&](int64_t e) { atomicOr(starts + (e >> 5), 1u << (e & 31)); };
+#pragma unroll 1
+    for (int64_t k = bounds[0] + tid; k < bounds[1]; k += kThreads) {
+      const int64_t s = offset(k);
+      // a start inside the rows (not 0 or length: marked below), in the tile's times, of a
+      // sequence that is not empty (offsets that do not ascend: whatever they say, in range)
+      if (s <= 0 || s >= total || s < t_lo || s > t_hi || offset(k + 1) <= s) continue;
+      set(kDesc ? total - s - q0 : s - q0);
+    }
+    if (tid == 0) {
+      if (q0 == 0) set(0);
+      if (total - q0 <= kTileRows) set(total - q0);
     }
   };
 
@@ -236,26 +313,43 @@ __global__ void __launch_bounds__(kThreads,
       }
     }
     __pipeline_commit();
+    // ---- kPacked: the tile's sequence starts, while the rows load; the thread's own as bits
+    // (head: its position begins a sequence, tail: the next one does)
+    uint64_t head = 0, tail = 0;
+    if constexpr (kPacked) {
+      mark_starts(tile * kTileRows);
+      __syncthreads();
+      const int64_t rows = p.length - tile * kTileRows;
+      const ThreadMarks<kRows> m(starts, group * kRows, 0,
+                                 rows < kTileRows ? int32_t(rows) : kTileRows);
+      head = m.head;
+      tail = m.tail;
+    }
     __pipeline_wait_prior(0);
 
-    // ---- the thread's aggregate
+    // ---- the thread's aggregate (cut: it holds a start)
     Pairs mine = dense_identity<C, kVec>();
+    bool mine_cut = false;
     if (active) {
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
         if (i < valid) {
           C alpha[kVec], beta[kVec];
-          element(p0, i, alpha, beta);
+          const bool opens = (head >> i) & 1u;
+          element(p0, i, opens, alpha, beta);
 #pragma unroll
           for (int v = 0; v < kVec; ++v) {
-            mine.b[v] = fma(alpha[v], mine.b[v], beta[v]);
+            mine.b[v] = fma(alpha[v], opens ? C(0) : mine.b[v], beta[v]);
             mine.a[v] *= alpha[v];
           }
+          mine_cut = mine_cut || opens;
         }
       }
     }
+    if constexpr (kPacked) mine_cut = head != 0;  // the same for the threads not active
     // ---- across the warp's row groups (Kogge-Stone), then the warps' totals in order
     Pairs incl = mine;
+    bool incl_cut = mine_cut;
 #pragma unroll
     for (int d = 1; d < kGroupsPerWarp; d *= 2) {
       Pairs e;
@@ -264,7 +358,12 @@ __global__ void __launch_bounds__(kThreads,
         e.a[v] = __shfl_up_sync(0xffffffffu, incl.a[v], d * kLanes);
         e.b[v] = __shfl_up_sync(0xffffffffu, incl.b[v], d * kLanes);
       }
-      if (group_in_warp >= d) dense_compose(e, incl);
+      if constexpr (kPacked) {
+        const bool e_cut = __shfl_up_sync(0xffffffffu, int(incl_cut), d * kLanes) != 0;
+        if (group_in_warp >= d) dense_compose(e, e_cut, incl, incl_cut);
+      } else {
+        if (group_in_warp >= d) dense_compose(e, incl);
+      }
     }
     Pairs excl;
 #pragma unroll
@@ -272,48 +371,93 @@ __global__ void __launch_bounds__(kThreads,
       excl.a[v] = __shfl_up_sync(0xffffffffu, incl.a[v], kLanes);
       excl.b[v] = __shfl_up_sync(0xffffffffu, incl.b[v], kLanes);
     }
-    if (group_in_warp == 0) excl = dense_identity<C, kVec>();
-    if (group_in_warp == kGroupsPerWarp - 1) warp_total[warp][lane] = incl;
+    bool excl_cut = false;
+    if constexpr (kPacked) excl_cut = __shfl_up_sync(0xffffffffu, int(incl_cut), kLanes) != 0;
+    if (group_in_warp == 0) {
+      excl = dense_identity<C, kVec>();
+      excl_cut = false;
+    }
+    if (group_in_warp == kGroupsPerWarp - 1) {
+      warp_total[warp][lane] = incl;
+      if (lane == 0) warp_cut[warp] = incl_cut;
+    }
     __syncthreads();
     Pairs before = dense_identity<C, kVec>();
+    bool before_cut = false;
     for (int w = 0; w < warp; ++w) {
       Pairs tw = warp_total[w][lane];
-      dense_compose(before, tw);
+      if constexpr (kPacked) {
+        bool tw_cut = warp_cut[w];
+        dense_compose(before, before_cut, tw, tw_cut);
+        before_cut = tw_cut;
+      } else {
+        dense_compose(before, tw);
+      }
       before = tw;
     }
-    dense_compose(before, excl);  // excl := every group of the tile before this thread's
+    // excl := every group of the tile before this thread's
+    if constexpr (kPacked)
+      dense_compose(before, before_cut, excl, excl_cut);
+    else
+      dense_compose(before, excl);
 
-    // ---- the state before the tile, per channel: h0 (backward gT, or 0) before tile 0; else
-    // looked back (kG lanes per channel)
-    if (tile == 0) {
-      if (lb_slot == 0) {
-        const int64_t c = slab * kWidth + lb_ch;
-        const T* const seed = kBackward ? p.state_in2 : p.state_in;
-        carry_shared[lb_ch] =
-            seed != nullptr && c < p.channels
-                ? to_compute<C>(seed[seq * p.state_batch_stride + c * p.state_channel_stride])
-                : C(0);
-      }
-    }
     // the tile's total for channel lb_ch: the warps' totals in order
     C ta = C(1), tb = C(0);
+    bool t_cut = false;
     for (int w = 0; lb_slot == 0 && w < kWarps; ++w) {
       const Pairs& tw = warp_total[w][lb_ch / kVec];
-      tb = fma(tw.a[lb_ch % kVec], tb, tw.b[lb_ch % kVec]);
+      const C b = fma(tw.a[lb_ch % kVec], tb, tw.b[lb_ch % kVec]);
+      const bool cut = kPacked && warp_cut[w];
+      tb = cut ? tw.b[lb_ch % kVec] : b;
       ta = tw.a[lb_ch % kVec] * ta;
+      t_cut = t_cut || cut;
     }
     const uint64_t tag = st.tag << 2;
     RowRecord<C>* const chain_records = st.records + chain * p.tiles * kWidth;
     RowRecord<C>* const own = chain_records + tile * kWidth + lb_ch;
-    if (tile == 0) {
-      if (lb_slot == 0) row_publish_state(own, fma(ta, carry_shared[lb_ch], tb), tag);
+    if constexpr (kPacked) {
+      // ---- the state before the tile: none where its first position begins a sequence (tile 0
+      // among them); else looked back, after publishing the tile's state where it holds a start
+      if (starts[0] & 1u) {
+        if (lb_slot == 0) {
+          carry_shared[lb_ch] = C(0);
+          row_publish_state(own, tb, tag);
+        }
+      } else {
+        if (lb_slot == 0) {
+          if (t_cut)
+            row_publish_state(own, tb, tag);
+          else
+            row_publish_aggregate(own, ta, tb, tag);
+        }
+        const C x =
+            row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
+        if (lb_slot == 0) {
+          carry_shared[lb_ch] = x;
+          if (!t_cut) row_publish_state(own, fma(ta, x, tb), tag);
+        }
+      }
     } else {
-      if (lb_slot == 0) row_publish_aggregate(own, ta, tb, tag);
-      const C x =
-          row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
-      if (lb_slot == 0) {
-        carry_shared[lb_ch] = x;
-        row_publish_state(own, fma(ta, x, tb), tag);
+      // ---- the state before the tile, per channel: h0 (backward gT, or 0) before tile 0; else
+      // looked back (kG lanes per channel)
+      if (tile == 0) {
+        if (lb_slot == 0) {
+          const int64_t c = slab * kWidth + lb_ch;
+          const T* const seed = kBackward ? p.state_in2 : p.state_in;
+          carry_shared[lb_ch] =
+              seed != nullptr && c < p.channels
+                  ? to_compute<C>(seed[seq * p.state_batch_stride + c * p.state_channel_stride])
+                  : C(0);
+          row_publish_state(own, fma(ta, carry_shared[lb_ch], tb), tag);
+        }
+      } else {
+        if (lb_slot == 0) row_publish_aggregate(own, ta, tb, tag);
+        const C x =
+            row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
+        if (lb_slot == 0) {
+          carry_shared[lb_ch] = x;
+          row_publish_state(own, fma(ta, x, tb), tag);
+        }
       }
     }
     __syncthreads();
@@ -321,23 +465,27 @@ __global__ void __launch_bounds__(kThreads,
     // ---- the thread's positions from its carry, stored
     C x[kVec];
 #pragma unroll
-    for (int v = 0; v < kVec; ++v) x[v] = fma(excl.a[v], carry_shared[lane * kVec + v], excl.b[v]);
+    for (int v = 0; v < kVec; ++v) {
+      const C from_carry = fma(excl.a[v], carry_shared[lane * kVec + v], excl.b[v]);
+      x[v] = excl_cut ? excl.b[v] : from_carry;
+    }
     if (active) {
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
         if (i < valid) {
           C alpha[kVec], beta[kVec];
-          element(p0, i, alpha, beta);
+          const bool opens = (head >> i) & 1u;
+          element(p0, i, opens, alpha, beta);
 #pragma unroll
-          for (int v = 0; v < kVec; ++v) x[v] = fma(alpha[v], x[v], beta[v]);
+          for (int v = 0; v < kVec; ++v) x[v] = fma(alpha[v], opens ? C(0) : x[v], beta[v]);
           if constexpr (kBackward) {
             // x is d: grad_tokens = d, grad_gates = d * (the state of the next position, or
-            // h0 past the last)
+            // h0 past the last; packed: 0 past a sequence's last)
             C prev[kVec];
-            if (p0 + i == last) {
+            if (kPacked ? ((tail >> i) & 1u) != 0 : p0 + i == last) {
 #pragma unroll
               for (int v = 0; v < kVec; ++v)
-                prev[v] = p.state_in != nullptr
+                prev[v] = !kPacked && p.state_in != nullptr
                               ? to_compute<C>(p.state_in[state_at + v * p.state_channel_stride])
                               : C(0);
             } else {
@@ -354,7 +502,7 @@ __global__ void __launch_bounds__(kThreads,
           }
         }
       }
-      if (p.state_out != nullptr && valid > 0 && p0 + valid == p.length) {
+      if (!kPacked && p.state_out != nullptr && valid > 0 && p0 + valid == p.length) {
         T y[kVec];
         if constexpr (kBackward) {
           // grad h0 = a[last] * d[last]: the gate of the last position
@@ -381,7 +529,8 @@ __global__ void __launch_bounds__(kThreads,
   scan_tile(int64_t(blockIdx.x) / chains);
 }
 
-template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes>
+template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes,
+          bool kPacked = false>
 cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
@@ -399,7 +548,7 @@ cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t
     if (e != cudaSuccess) return e;
   }
   constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
-  constexpr auto kKernel = &dense_row_kernel<T, kBackward, kDesc, kThreads, kRows, kLanes>;
+  constexpr auto kKernel = &dense_row_kernel<T, kBackward, kDesc, kThreads, kRows, kLanes, kPacked>;
   const cudaError_t e = allow_dynamic_shared(kKernel, kShared);
   if (e != cudaSuccess) return e;
   return launch_kernel(kKernel, blocks, kThreads, kShared, stream, p, st);

@@ -55,8 +55,12 @@ DenseRowParams<T> dense_params(const RowParams<T>& p) {
     d.out_batch[k] = p.out[k].batch_stride;
     d.out_time[k] = p.out[k].time_stride;
   }
-  d.batch = p.segments;
-  d.length = p.length;
+  const bool packed = p.offsets32 != nullptr || p.offsets64 != nullptr;
+  d.batch = packed ? 1 : p.segments;  // packed: one batch of every row
+  d.length = packed ? p.rows : p.length;
+  d.offsets32 = p.offsets32;
+  d.offsets64 = p.offsets64;
+  d.count = packed ? p.segments : 0;
   d.channels = p.channels;
   d.state_in = p.state_in;
   d.state_in2 = p.state_in2;
@@ -69,8 +73,10 @@ DenseRowParams<T> dense_params(const RowParams<T>& p) {
 /// Runs a validated, non-empty call on the row path (`desc`: rows in descending order). `path`
 /// picks the mode: kOneBlock walks (one block per chain), kMultiBlock looks back (with a
 /// workspace; without one every call walks), kAuto decides: a dense forward call on the vector
-/// path looks back, any other call as row_walks says. A dense call on the vector path that looks
-/// back takes the dense row kernel, any other row_kernel.
+/// path, and a packed call on it without states (no h0, final state or their gradients), look
+/// back; any other call as row_walks says. Those two that look back take the dense row kernel
+/// (the packed one as one batch of every row, resets at the sequence starts), any other
+/// row_kernel.
 template <class T, bool kBackward>
 Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch& scratch,
                 cudaStream_t stream) {
@@ -78,9 +84,13 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   if (!row_scratch_bytes<T, kBackward>(p.channels, p.rows, bytes))
     return Status::not_supported("ascan: too many tiles for one grid");
   const bool packed = p.offsets32 != nullptr || p.offsets64 != nullptr;
-  if (!packed) {
+  const bool states = p.state_in != nullptr || p.state_in2 != nullptr || p.state_out != nullptr;
+  // a packed call on the vector path without states: the dense kernel's packed form
+  const bool lean = packed && vector && !states;
+  if (!packed || lean) {
     size_t dense = 0;
-    if (!dense_scratch_bytes<T, kBackward>(p.segments, p.length, p.channels, dense))
+    if (!dense_scratch_bytes<T, kBackward>(packed ? 1 : p.segments, packed ? p.rows : p.length,
+                                           p.channels, dense))
       return Status::not_supported("ascan: too many tiles for one grid");
     bytes = dense > bytes ? dense : bytes;
   }
@@ -90,17 +100,23 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   // a dense forward call on the vector path never walks by choice: the dense look-back was
   // faster on every shape measured; the rest (backward: where the chains fill the waves,
   // walking still wins in f32) decide by row_walks
-  if (!walk && path == Path::kAuto && (kBackward || packed || !vector)) {
+  if (!walk && path == Path::kAuto && !lean && (kBackward || packed || !vector)) {
     const Status st =
         vector ? row_walks<T, kBackward, kVec>(p, walk) : row_walks<T, kBackward, 1>(p, walk);
     if (!st.ok()) return st;
   }
-  const bool dense = !packed && vector && !walk;
+  const bool dense = (!packed || lean) && vector && !walk;
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
     if (dense) {
       constexpr int kRows = kDenseRows<kBackward>;
       const DenseRowParams<T> d = dense_params<T, kBackward>(p);
+      if (lean)
+        return desc
+                   ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes, true>(
+                         d, workspace, stream)
+                   : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes,
+                                       true>(d, workspace, stream);
       return desc ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes>(
                         d, workspace, stream)
                   : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes>(

@@ -32,10 +32,10 @@
 // nothing looked back and no workspace (row_kernel's walk mode; the dispatch's rule is
 // row_walks'). Every call made without a workspace (scan(args, stream)) walks.
 //
-// Dense calls on the vector path (every array channel-contiguous on the 16-byte grid, no packed
-// offsets) that look back take dense_row_kernel (dense_rows.cuh) instead: the same tiles and
-// look-back, without the segment machinery, at about half the instructions per element. Which
-// kernel and mode a call takes is run_rows' choice (row_dispatch.cuh).
+// Calls on the vector path (every array channel-contiguous on the 16-byte grid) that look back,
+// dense or packed without states, take dense_row_kernel (dense_rows.cuh) instead: the same tiles
+// and look-back, without the segment machinery, at about half the instructions per element.
+// Which kernel and mode a call takes is run_rows' choice (row_dispatch.cuh).
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
