@@ -54,7 +54,19 @@ struct DenseRowParams {
   const int32_t* offsets32;
   const int64_t* offsets64;
   int64_t count;
+  const uint32_t* marks;  ///< kPacked: each tile's start bits (dense_row_marks_kernel)
 };
+
+/// Words of one tile's start bits (kPacked): kTileRows + 1 bits.
+template <int kTileRows>
+constexpr int kDenseMarkWords = kTileRows / 32 + 1;
+
+/// Whether a packed call's start bits are found ahead of the scan, one warp per tile, into the
+/// workspace (dense_row_marks_kernel), rather than by each block while its rows load. Measured on
+/// the H200 (bench/RESULTS.md, "Packed channel-last rows"), ahead of the scan the backward rows
+/// ran 0.06-0.07 of the copy faster and the forward rows 0.03-0.08 slower.
+template <bool kBackward>
+constexpr bool kDensePremark = kBackward;
 
 #if defined(__CUDACC__)
 
@@ -148,6 +160,41 @@ __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
   }
   return r;
 }
+
+/// A packed call's sequence starts in the tile of positions [q0, q0 + kTileRows] (kPacked): the
+/// times whose starts mark it, [t_lo, t_hi]: ascending, position q begins a sequence where one
+/// that is not empty starts at time q; descending, where one starts at time total - q (the time
+/// after the last of the one before).
+template <bool kDesc, int kTileRows>
+struct TileStarts {
+  int64_t total, q0, t_lo, t_hi;
+
+  __device__ __forceinline__ TileStarts(int64_t total_rows, int64_t first)
+      : total(total_rows),
+        q0(first),
+        t_lo(kDesc ? total_rows - first - kTileRows : first),
+        t_hi(kDesc ? total_rows - first : first + kTileRows) {}
+  /// Calls set(e) for each position q0 + e that begins a sequence, from the offsets of
+  /// sequences [k0, k1) (those that meet [t_lo, t_hi], as first_offset_at_least finds them)
+  /// taken from `rank` on by `threads`; positions 0 and total always begin one (rank 0 marks
+  /// them). Offsets that do not ascend mark whatever they say, always inside the tile.
+  template <class Offset, class Set>
+  __device__ __forceinline__ void mark(const Offset& offset, int64_t k0, int64_t k1, int rank,
+                                       int threads, Set&& set) const {
+#pragma unroll 1
+    for (int64_t k = k0 + rank; k < k1; k += threads) {
+      const int64_t s = offset(k);
+      // a start inside the rows (not 0 or total: marked below), in the tile's times, of a
+      // sequence that is not empty
+      if (s <= 0 || s >= total || s < t_lo || s > t_hi || offset(k + 1) <= s) continue;
+      set(kDesc ? total - s - q0 : s - q0);
+    }
+    if (rank == 0) {
+      if (q0 == 0) set(0);
+      if (total - q0 <= kTileRows) set(total - q0);
+    }
+  }
+};
 
 /// The dense row kernel: one block per (tile, chain), tile-major, a chain being (sequence, slab),
 /// the tiles of a chain joined by the look-back. Positions run in
@@ -254,37 +301,22 @@ __global__ void __launch_bounds__(kThreads,
   };
 
   // kPacked: bit e of `starts` set where position q0 + e (e in [0, kTileRows]) begins a
-  // sequence in scan order: ascending, where a sequence that is not empty starts at time q0 + e;
-  // descending, where one starts at time length - q0 - e (the time after the last of the one
-  // before). Positions 0 and length always begin one. Spread over the block; the caller holds a
-  // barrier before the bits are read.
+  // sequence in scan order (TileStarts), the sequences found by two warps' searches. Spread over
+  // the block; the caller holds a barrier before the bits are read.
   const auto mark_starts = [&](int64_t q0) {
-    const int64_t total = p.length;
     const auto offset = [&](int64_t k) {
-      return clamped_offset(p.offsets32, p.offsets64, p.count, total, k);
+      return clamped_offset(p.offsets32, p.offsets64, p.count, p.length, k);
     };
-    const int64_t t_lo = kDesc ? total - q0 - kTileRows : q0;
-    const int64_t t_hi = kDesc ? total - q0 : q0 + kTileRows;
+    const TileStarts<kDesc, kTileRows> tile_starts(p.length, q0);
     if (tid < kStartWords) starts[tid] = 0u;
     if (warp < 2) {
-      const int64_t k =
-          first_offset_at_least(offset, p.count, warp == 0 ? t_lo : t_hi + 1, tid % kWarpThreads);
+      const int64_t x = warp == 0 ? tile_starts.t_lo : tile_starts.t_hi + 1;
+      const int64_t k = first_offset_at_least(offset, p.count, x, tid % kWarpThreads);
       if (tid % kWarpThreads == 0) bounds[warp] = k;
     }
     __syncthreads();
-    const auto set = [&](int64_t e) { atomicOr(starts + (e >> 5), 1u << (e & 31)); };
-#pragma unroll 1
-    for (int64_t k = bounds[0] + tid; k < bounds[1]; k += kThreads) {
-      const int64_t s = offset(k);
-      // a start inside the rows (not 0 or length: marked below), in the tile's times, of a
-      // sequence that is not empty (offsets that do not ascend: whatever they say, in range)
-      if (s <= 0 || s >= total || s < t_lo || s > t_hi || offset(k + 1) <= s) continue;
-      set(kDesc ? total - s - q0 : s - q0);
-    }
-    if (tid == 0) {
-      if (q0 == 0) set(0);
-      if (total - q0 <= kTileRows) set(total - q0);
-    }
+    tile_starts.mark(offset, bounds[0], bounds[1], tid, kThreads,
+                     [&](int64_t e) { atomicOr(starts + (e >> 5), 1u << (e & 31)); });
   };
 
   const auto scan_tile = [&](int64_t tile) {
@@ -317,7 +349,12 @@ __global__ void __launch_bounds__(kThreads,
     // (head: its position begins a sequence, tail: the next one does)
     uint64_t head = 0, tail = 0;
     if constexpr (kPacked) {
-      mark_starts(tile * kTileRows);
+      if constexpr (kDensePremark<kBackward>) {  // found ahead (dense_row_marks_kernel)
+        constexpr int kWords = kDenseMarkWords<kTileRows>;
+        if (tid < kStartWords) starts[tid] = tid < kWords ? p.marks[tile * kWords + tid] : 0u;
+      } else {
+        mark_starts(tile * kTileRows);
+      }
       __syncthreads();
       const int64_t rows = p.length - tile * kTileRows;
       const ThreadMarks<kRows> m(starts, group * kRows, 0,
@@ -529,6 +566,33 @@ __global__ void __launch_bounds__(kThreads,
   scan_tile(int64_t(blockIdx.x) / chains);
 }
 
+/// The start bits of every tile of a packed call (dense_row_kernel's kPacked, where
+/// kDensePremark), ahead of it: one warp per tile writes its kDenseMarkWords words to `marks`,
+/// bit e set where position q0 + e begins a sequence in scan order (TileStarts).
+template <bool kDesc, int kTileRows>
+__global__ void __launch_bounds__(256)
+    dense_row_marks_kernel(const int32_t* offsets32, const int64_t* offsets64, int64_t count,
+                           int64_t total, int64_t tiles, uint32_t* marks) {
+  constexpr int kWords = kDenseMarkWords<kTileRows>;
+  constexpr int kWarps = 256 / kWarpThreads;
+  __shared__ uint32_t bits[kWarps][kWords];
+  const int warp = int(threadIdx.x) / kWarpThreads, lane = int(threadIdx.x) % kWarpThreads;
+  const int64_t tile = int64_t(blockIdx.x) * kWarps + warp;
+  if (tile >= tiles) return;  // the whole warp
+  const auto offset = [&](int64_t k) {
+    return clamped_offset(offsets32, offsets64, count, total, k);
+  };
+  for (int w = lane; w < kWords; w += kWarpThreads) bits[warp][w] = 0u;
+  __syncwarp();
+  const TileStarts<kDesc, kTileRows> tile_starts(total, tile * kTileRows);
+  const int64_t k0 = first_offset_at_least(offset, count, tile_starts.t_lo, lane);
+  const int64_t k1 = first_offset_at_least(offset, count, tile_starts.t_hi + 1, lane);
+  tile_starts.mark(offset, k0, k1, lane, kWarpThreads,
+                   [&](int64_t e) { atomicOr(&bits[warp][e >> 5], 1u << (e & 31)); });
+  __syncwarp();
+  for (int w = lane; w < kWords; w += kWarpThreads) marks[tile * kWords + w] = bits[warp][w];
+}
+
 template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes,
           bool kPacked = false>
 cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream) {
@@ -545,6 +609,18 @@ cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t
     // a graph replays the call's tag: its records start from zero on every replay
     const cudaError_t e = cudaMemsetAsync(
         st.records, 0, RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec), stream);
+    if (e != cudaSuccess) return e;
+  }
+  if constexpr (kPacked && kDensePremark<kBackward>) {
+    // the start bits after the records (dense_scratch_bytes counts them)
+    constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kLanes>;
+    uint32_t* const marks =
+        reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(st.records) +
+                                    RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec));
+    p.marks = marks;
+    const cudaError_t e =
+        launch_kernel(&dense_row_marks_kernel<kDesc, kTileRows>, ceil_div(p.tiles, int64_t(8)), 256,
+                      0, stream, p.offsets32, p.offsets64, p.count, p.length, p.tiles, marks);
     if (e != cudaSuccess) return e;
   }
   constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;

@@ -27,15 +27,20 @@ constexpr int kDenseThreads = 256, kDenseLanes = 8;
 template <bool kBackward>
 constexpr int kDenseRows = kBackward ? 4 : 8;
 
-/// Look-back records of a dense call: every (sequence, slab, tile of the sequence).
+/// Look-back records of a dense call: every (sequence, slab, tile of the sequence); for a packed
+/// call (one batch) and kDensePremark, each tile's start bits after them.
 template <class T, bool kBackward>
-bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, size_t& bytes) {
+bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
+                         size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
   const int64_t tiles =
       ceil_div(length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
   bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
+  if (packed && kDensePremark<kBackward>)
+    bytes += size_t(tiles) * sizeof(uint32_t) *
+             kDenseMarkWords<kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>>;
   return true;
 }
 
@@ -90,7 +95,7 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   if (!packed || lean) {
     size_t dense = 0;
     if (!dense_scratch_bytes<T, kBackward>(packed ? 1 : p.segments, packed ? p.rows : p.length,
-                                           p.channels, dense))
+                                           p.channels, packed, dense))
       return Status::not_supported("ascan: too many tiles for one grid");
     bytes = dense > bytes ? dense : bytes;
   }
