@@ -3,8 +3,9 @@ autograd formula through ascan's fused backward, and the argument checks of the 
 
 Two ops, both functional (they allocate their outputs):
 
-    ascan::scan_fwd(gates, tokens, initial_state?, cu_seqlens?, reverse, channel_last)
-        -> (out, final_state)
+    ascan::scan_fwd(gates, tokens, initial_state?, cu_seqlens?, reverse, channel_last,
+                    need_final_state=True)
+        -> (out, final_state)   (final_state (0, 0) where not needed)
     ascan::scan_bwd(gates, states, grad_out, initial_state?, grad_final_state?, cu_seqlens?,
                     reverse, channel_last, need_grad_initial_state)
         -> (grad_gates, grad_tokens, grad_initial_state)
@@ -58,12 +59,23 @@ def _new_states(like: Tensor, rows, channels) -> Tensor:
 # The forward op.
 
 
-def _fwd_cuda(gates, tokens, initial_state, cu_seqlens, reverse, channel_last):
+def _new_final_state(tokens, cu_seqlens, channel_last, need_final_state):
+    # (0, 0) where the caller does not want it: the kernels then write none, and calls without
+    # states (no initial state either) take the kernels that have no state code (packed calls:
+    # the lean windows and the dense row kernel's packed form)
+    if not need_final_state:
+        return _new_states(tokens, 0, 0)
     _, channels, _ = _sizes(tokens, channel_last)
+    return _new_states(tokens, _state_rows(tokens, cu_seqlens), channels)
+
+
+def _fwd_cuda(gates, tokens, initial_state, cu_seqlens, reverse, channel_last,
+              need_final_state=True):
     out = _new_sequences(tokens)
-    final_state = _new_states(tokens, _state_rows(tokens, cu_seqlens), channels)
+    final_state = _new_final_state(tokens, cu_seqlens, channel_last, need_final_state)
     h0 = None if initial_state is None else initial_state.contiguous()
-    _ext.load().forward(gates, tokens, out, final_state, h0, cu_seqlens, reverse, channel_last)
+    _ext.load().forward(gates, tokens, out, final_state if need_final_state else None, h0,
+                        cu_seqlens, reverse, channel_last)
     return out, final_state
 
 
@@ -75,16 +87,17 @@ def scan_fwd(
     cu_seqlens: Optional[Tensor],
     reverse: bool,
     channel_last: bool,
+    need_final_state: bool = True,
 ) -> Tuple[Tensor, Tensor]:
-    return _fwd_cuda(gates, tokens, initial_state, cu_seqlens, reverse, channel_last)
+    return _fwd_cuda(gates, tokens, initial_state, cu_seqlens, reverse, channel_last,
+                     need_final_state)
 
 
 @scan_fwd.register_fake
-def _scan_fwd_fake(gates, tokens, initial_state, cu_seqlens, reverse, channel_last):
-    _, channels, _ = _sizes(tokens, channel_last)
+def _scan_fwd_fake(gates, tokens, initial_state, cu_seqlens, reverse, channel_last,
+                   need_final_state=True):
     out = _new_sequences(tokens)
-    final_state = _new_states(tokens, _state_rows(tokens, cu_seqlens), channels)
-    return out, final_state
+    return out, _new_final_state(tokens, cu_seqlens, channel_last, need_final_state)
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,7 +171,7 @@ def _scan_bwd_fake(
 
 
 def _setup_context(ctx, inputs, output):
-    gates, tokens, initial_state, cu_seqlens, reverse, channel_last = inputs
+    gates, tokens, initial_state, cu_seqlens, reverse, channel_last = inputs[:6]
     out, _ = output
     ctx.save_for_backward(gates, out, initial_state, cu_seqlens)
     ctx.reverse = reverse
@@ -166,13 +179,14 @@ def _setup_context(ctx, inputs, output):
 
 
 def _gradients(ctx, grad_out, grad_final_state, bwd):
-    """The gradients of (gates, tokens, initial_state, cu_seqlens, reverse, channel_last) from
-    those of (out, final_state), either of which may be None (no gradient), through `bwd`."""
+    """The gradients of (gates, tokens, initial_state, cu_seqlens, reverse, channel_last,
+    need_final_state) from those of (out, final_state), either of which may be None (no
+    gradient), through `bwd`."""
     gates, out, initial_state, cu_seqlens = ctx.saved_tensors
     need_gates, need_tokens, need_h0 = ctx.needs_input_grad[:3]
     if not (need_gates or need_tokens or need_h0) or (grad_out is None and
                                                       grad_final_state is None):
-        return None, None, None, None, None, None
+        return None, None, None, None, None, None, None
     if grad_out is None:  # only the final state was used: a zero upstream gradient, broadcast
         grad_out = out.new_zeros(()).expand(out.shape)
     grad_gates, grad_tokens, grad_h0 = bwd(
@@ -190,6 +204,7 @@ def _gradients(ctx, grad_out, grad_final_state, bwd):
         grad_gates if need_gates else None,
         grad_tokens if need_tokens else None,
         grad_h0 if need_h0 else None,
+        None,
         None,
         None,
         None,
@@ -212,17 +227,19 @@ scan_fwd.register_autograd(_backward, setup_context=_setup_context)
 # autograd.Function: the same allocations, the same kernels, the same gradient formula. Traced
 # code keeps the custom ops, which is what torch.compile and export need.
 
-# Kernels by device type: forward (gates, tokens, h0, cu_seqlens, reverse, channel_last) ->
-# (out, final_state) and backward as scan_bwd. The tests add CPU emulations under "cpu".
+# Kernels by device type: forward (gates, tokens, h0, cu_seqlens, reverse, channel_last,
+# need_final_state) -> (out, final_state) and backward as scan_bwd. The tests add CPU emulations
+# under "cpu".
 _EAGER_KERNELS = {"cuda": (_fwd_cuda, _bwd_cuda)}
 
 
 class _Scan(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, gates, tokens, initial_state, cu_seqlens, reverse, channel_last):
+    def forward(ctx, gates, tokens, initial_state, cu_seqlens, reverse, channel_last,
+                need_final_state):
         forward = _EAGER_KERNELS[tokens.device.type][0]
         out, final_state = forward(gates, tokens, initial_state, cu_seqlens, reverse,
-                                   channel_last)
+                                   channel_last, need_final_state)
         ctx.save_for_backward(gates, out, initial_state, cu_seqlens)
         ctx.reverse = reverse
         ctx.channel_last = channel_last
@@ -403,9 +420,12 @@ def scan(
     """
     _check_args(gates, tokens, initial_state, reverse, return_final_state, layout, cu_seqlens)
     channel_last = layout == "btc"
+    # the final state only where it is returned: without it (and without an initial state)
+    # packed calls take the kernels that have no state code
+    need_final_state = return_final_state
     if not _eager(gates, tokens, initial_state, cu_seqlens):
         out, final_state = torch.ops.ascan.scan_fwd(
-            gates, tokens, initial_state, cu_seqlens, reverse, channel_last
+            gates, tokens, initial_state, cu_seqlens, reverse, channel_last, need_final_state
         )
     elif torch.is_grad_enabled() and (
         gates.requires_grad
@@ -413,11 +433,11 @@ def scan(
         or (initial_state is not None and initial_state.requires_grad)
     ):
         out, final_state = _Scan.apply(gates, tokens, initial_state, cu_seqlens, reverse,
-                                       channel_last)
+                                       channel_last, need_final_state)
     else:
         forward = _EAGER_KERNELS[tokens.device.type][0]
         out, final_state = forward(gates, tokens, initial_state, cu_seqlens, reverse,
-                                   channel_last)
+                                   channel_last, need_final_state)
     if return_final_state:
         return out, final_state
     return out

@@ -155,8 +155,9 @@ void launch(Launch<Call> fn, const Call& call, const Tensor& like, cudaStream_t 
   raise(fn(call, workspace.data_ptr(), &bytes, stream));
 }
 
-/// Forward: writes out (B, C, T) under its own strides and final_state (N, C), dense.
-void forward(const Tensor& gates, const Tensor& tokens, const Tensor& out, const Tensor& final_state,
+/// Forward: writes out (B, C, T) under its own strides and, when given, final_state (N, C), dense.
+void forward(const Tensor& gates, const Tensor& tokens, const Tensor& out,
+             const std::optional<Tensor>& final_state,
              const std::optional<Tensor>& initial_state, const std::optional<Tensor>& cu_seqlens,
              bool reverse, bool channel_last) {
   check_common(out, {{"gates", &gates}, {"tokens", &tokens}}, cu_seqlens);
@@ -169,8 +170,8 @@ void forward(const Tensor& gates, const Tensor& tokens, const Tensor& out, const
   check_state("final_state", final_state, out, rows, c.channels);
   const Launch<ForwardCall> fn = pick<ForwardCall>(out.scalar_type());
   if (out.numel() == 0) {  // nothing to scan: each final state is its initial state
-    if (initial_state) final_state.copy_(*initial_state);
-    else final_state.zero_();
+    if (final_state && initial_state) final_state->copy_(*initial_state);
+    else if (final_state) final_state->zero_();
     return;
   }
   ForwardCall call;
@@ -179,7 +180,7 @@ void forward(const Tensor& gates, const Tensor& tokens, const Tensor& out, const
   call.gates = normalized(seq_of(gates, channel_last), call.out, c);
   call.tokens = normalized(seq_of(tokens, channel_last), call.out, c);
   call.initial_state = ptr_or_null(initial_state);
-  call.final_state = final_state.numel() ? final_state.data_ptr() : nullptr;
+  call.final_state = final_state && final_state->numel() ? final_state->data_ptr() : nullptr;
   launch(fn, call, out, at::cuda::getCurrentCUDAStream(out.device().index()).stream());
 }
 

@@ -69,12 +69,15 @@ def _compute_dtype(dtype):
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _fwd_cpu(gates, tokens, initial_state, cu_seqlens, reverse, channel_last):
+def _fwd_cpu(gates, tokens, initial_state, cu_seqlens, reverse, channel_last,
+             need_final_state=True):
     out, final = scan_loop(gates, tokens, initial_state=initial_state, reverse=reverse,
                            return_final_state=True, layout="btc" if channel_last else "bct",
                            cu_seqlens=cu_seqlens, dtype=_compute_dtype(tokens.dtype))
     result = torch.empty_like(tokens, memory_format=torch.preserve_format)
     result.copy_(out)
+    if not need_final_state:
+        return result, tokens.new_empty((0, 0))
     return result, final.to(tokens.dtype).contiguous().clone()
 
 

@@ -40,7 +40,7 @@ def test_ops_registered():
     bwd = torch.ops.ascan.scan_bwd.default
     assert str(fwd._schema) == (
         "ascan::scan_fwd(Tensor gates, Tensor tokens, Tensor? initial_state, Tensor? cu_seqlens, "
-        "bool reverse, bool channel_last) -> (Tensor, Tensor)")
+        "bool reverse, bool channel_last, bool need_final_state=True) -> (Tensor, Tensor)")
     assert str(bwd._schema).startswith(
         "ascan::scan_bwd(Tensor gates, Tensor states, Tensor grad_out, Tensor? initial_state, "
         "Tensor? grad_final_state, Tensor? cu_seqlens, bool reverse, bool channel_last, "
@@ -50,6 +50,33 @@ def test_ops_registered():
     assert torch._C._dispatch_has_kernel_for_dispatch_key(fwd.name(), "CUDA")
     assert torch._C._dispatch_has_kernel_for_dispatch_key(fwd.name(), "Autograd")
     assert torch._C._dispatch_has_kernel_for_dispatch_key(bwd.name(), "CUDA")
+
+
+def test_final_state_only_when_asked(cpu_ops, monkeypatch):
+    # ascan.scan asks the kernels for the final state only where it returns it, so that calls
+    # without states take the kernels that have no state code; the op gives (0, 0) without it
+    from ascan import _ops
+
+    seen = []
+    fwd, bwd = _ops._EAGER_KERNELS["cpu"]
+
+    def spy(*args):
+        seen.append(args[-1])
+        return fwd(*args)
+
+    monkeypatch.setitem(_ops._EAGER_KERNELS, "cpu", (spy, bwd))
+    g = torch.rand(2, 3, 5)
+    x = torch.randn(2, 3, 5)
+    out = ascan.scan(g, x)
+    out2, h = ascan.scan(g, x, return_final_state=True)
+    out3 = ascan.scan(g.requires_grad_(), x)
+    out3.sum().backward()
+    assert seen == [False, True, False]
+    assert torch.equal(out, out2) and torch.equal(out, out3.detach()) and h.shape == (2, 3)
+    o, f = torch.ops.ascan.scan_fwd(g.detach(), x, None, None, False, False, False)
+    assert torch.equal(o, out) and f.shape == (0, 0)
+    o, f = torch.ops.ascan.scan_fwd(g.detach(), x, None, None, False, False)
+    assert f.shape == (2, 3)
 
 
 def test_shim_modules():
