@@ -184,6 +184,10 @@ def _gradients(ctx, grad_out, grad_final_state, bwd):
     gradient), through `bwd`."""
     gates, out, initial_state, cu_seqlens = ctx.saved_tensors
     need_gates, need_tokens, need_h0 = ctx.needs_input_grad[:3]
+    if grad_final_state is not None and grad_final_state.numel() == 0:
+        # the (0, 0) final state of a call that did not ask for one, its gradient materialized
+        # as zeros by the custom op's autograd: no gradient
+        grad_final_state = None
     if not (need_gates or need_tokens or need_h0) or (grad_out is None and
                                                       grad_final_state is None):
         return None, None, None, None, None, None, None

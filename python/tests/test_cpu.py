@@ -77,6 +77,14 @@ def test_final_state_only_when_asked(cpu_ops, monkeypatch):
     assert torch.equal(o, out) and f.shape == (0, 0)
     o, f = torch.ops.ascan.scan_fwd(g.detach(), x, None, None, False, False)
     assert f.shape == (2, 3)
+    # through the op's own autograd (as under torch.compile), whose unused (0, 0) final state
+    # comes back with a gradient of zeros: the same gradients as the eager path
+    g1 = g.detach().clone().requires_grad_()
+    o, f = torch.ops.ascan.scan_fwd(g1, x, None, None, False, False, False)
+    o.sum().backward()
+    g2 = g.detach().clone().requires_grad_()
+    ascan.scan(g2, x).sum().backward()
+    assert f.shape == (0, 0) and torch.equal(g1.grad, g2.grad)
 
 
 def test_shim_modules():
