@@ -443,24 +443,28 @@ def test_compile_hgrn_layer(dtype):
 @cuda_only
 def test_compile_packed_without_states():
     # torch.compile around a packed call that returns no final state: the custom ops' autograd
-    # (whose unused (0, 0) final state's gradient arrives as zeros) gives the eager gradients
+    # (whose unused (0, 0) final state's gradient arrives as zeros) gives the eager gradients.
+    # Only the scan is compiled, so both run the same kernels on the same inputs.
     built(torch.float32)
     torch._dynamo.reset()
     cu = torch.tensor([0, 7, 7, 307, 308], dtype=torch.int32, device=DEVICE)
     g, x = make((1, 308, 32), torch.float32, seed=21)
+    w = torch.randn(1, 308, 32, device=DEVICE)
 
     def f(g, x):
-        return ascan.scan(torch.sigmoid(g), x, cu_seqlens=cu, layout="btc")
+        return ascan.scan(g, x, cu_seqlens=cu, layout="btc")
 
     compiled = torch.compile(f, fullgraph=True)
     leaves = [t.clone().requires_grad_() for t in (g, x)]
-    compiled(*leaves).square().sum().backward()
+    (compiled(*leaves) * w).sum().backward()
     ref = [t.clone().requires_grad_() for t in (g, x)]
-    f(*ref).square().sum().backward()
+    (f(*ref) * w).sum().backward()
     for a, b in zip(leaves, ref):
-        assert torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-6)
+        err = ((a.grad.double() - b.grad.double()).norm() / b.grad.double().norm()).item()
+        assert err < 1e-6
 
 
+@cuda_only
 def test_compile_reduce_overhead():
     # torch.compile's CUDA-graph mode around a scan
     built(torch.float32)
