@@ -346,7 +346,7 @@ struct EvenSequences {
 
 /// Offset k of `count` packed sequences over `length` times, as the device holds them in
 /// offsets32 or offsets64 (the other null): the first is 0 and the last `length` whatever the
-/// device holds, and the others are clamped into [0, length] (as on the row path, RowWalk::offset).
+/// device holds, and the others are clamped into [0, length] (every packed path's reading).
 __device__ __forceinline__ int64_t clamped_offset(const int32_t* offsets32,
                                                   const int64_t* offsets64, int64_t count,
                                                   int64_t length, int64_t k) {
@@ -382,7 +382,7 @@ __device__ __forceinline__ int64_t first_offset_at_least(const Offset& offset, i
 }
 
 /// Offsets of packed sequences: `count` sequences, sequence k at times [offset(k),
-/// offset(k + 1)) of each channel's `length`. As on the row path (RowWalk::offset), the first
+/// offset(k + 1)) of each channel's `length`. As clamped_offset reads them, the first
 /// offset is 0 and the last `length` whatever the device holds, and the others are clamped into
 /// [0, length]: no position leaves the channel's row.
 template <class Base>
@@ -394,10 +394,7 @@ struct PackedFlatParams : Base {
   int64_t windows;  ///< windows per channel: length / window + 1
 
   __device__ __forceinline__ int64_t offset(int64_t k) const {
-    if (k <= 0) return 0;
-    if (k >= count) return this->length;
-    const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
-    return v < 0 ? 0 : (v > this->length ? this->length : v);
+    return clamped_offset(offsets32, offsets64, count, this->length, k);
   }
   /// The first sequence k in [0, count] whose offset is at least x (count where none is), found
   /// by the 32 lanes of one warp together (first_offset_at_least).
@@ -492,10 +489,7 @@ struct PackedSequences {
             r.channel * p.state_channel_stride};
   }
   __device__ __forceinline__ int64_t offset(int64_t k) const {
-    if (k <= 0) return 0;
-    if (k >= count) return length;
-    const int64_t v = offsets32 != nullptr ? int64_t(__ldg(offsets32 + k)) : __ldg(offsets64 + k);
-    return v < 0 ? 0 : (v > length ? length : v);
+    return clamped_offset(offsets32, offsets64, count, length, k);
   }
   /// The end of sequence k.
   __device__ __forceinline__ int64_t end_of(int64_t k) const { return offset(k + 1); }

@@ -55,7 +55,6 @@ struct DenseRowParams {
   const int64_t* offsets64;
   int64_t count;
   const uint32_t* marks;  ///< kPacked: each tile's start bits (dense_row_marks_kernel)
-  void* groups;           ///< the grouped look-back's group records (RowRecord<compute_t<T>>)
 };
 
 /// Words of one tile's start bits (kPacked): kTileRows + 1 bits.
@@ -197,266 +196,6 @@ struct TileStarts {
   }
 };
 
-/// One channel's pair in the grouped look-back: the map x -> a * x + b of some tiles, or where
-/// `cut` (its tiles hold a sequence start, or it is a state) the state after them in b.
-template <class C>
-struct RowPair {
-  C a, b;
-  bool cut;
-};
-
-/// `e` then `l`: a cut `l` ignores `e` (no 0 * inf from a previous sequence reaches it).
-template <class C>
-__device__ __forceinline__ RowPair<C> row_then(const RowPair<C>& e, const RowPair<C>& l) {
-  if (l.cut) return l;
-  return RowPair<C>{e.a * l.a, fma(l.a, e.b, l.b), e.cut};
-}
-
-/// The state after the tiles of `f` from the state `x` before them: one fma (none where cut).
-template <class C>
-__device__ __forceinline__ C row_advance(const RowPair<C>& f, C x) {
-  return f.cut ? f.b : fma(f.a, x, f.b);
-}
-
-/// Reads a record as a pair (a state is a cut pair); returns its status for this call.
-template <class C>
-__device__ __forceinline__ uint32_t row_read_pair(const RowRecord<C>* r, uint64_t tag,
-                                                  RowPair<C>& f) {
-  C a = C(1), b = C(0);
-  const uint32_t status = row_read(r, tag, a, b);
-  f = status == kRowInclusive ? RowPair<C>{C(1), a, true} : RowPair<C>{a, b, false};
-  return status;
-}
-
-/// Lane `src` of a channel's kG lanes (the segment from lane `first`), its pair.
-template <class C>
-__device__ __forceinline__ RowPair<C> row_shfl(unsigned mask, const RowPair<C>& f, int src) {
-  return RowPair<C>{__shfl_sync(mask, f.a, src), __shfl_sync(mask, f.b, src),
-                    __shfl_sync(mask, int(f.cut), src) != 0};
-}
-
-/// The grouped look-back's shape: tiles in groups of kRowGroupTiles (or one per look-back lane
-/// of a channel, where there are more), a look-back reading the records of kRowGroupWindow
-/// earlier groups (or as many as lanes) at once.
-constexpr int kRowGroupTiles = 8, kRowGroupWindow = 8;
-template <int kLanesPerChannel>
-constexpr int kRowGroupOf =
-    kRowGroupTiles / kLanesPerChannel > 0 ? kRowGroupTiles / kLanesPerChannel* kLanesPerChannel
-                                          : kLanesPerChannel;
-
-/// A fixed-shape scan of kG * kX pairs over a channel's kG lanes, lane `slot` holding elements
-/// slot * kX .. slot * kX + kX - 1 (`f`): the same tree whoever runs it, so the same bits.
-/// Returns the composition of elements 0 .. n-1 (n in [0, kG * kX]; identity where n == 0), in
-/// every lane of the segment.
-template <class C, int kG, int kX>
-__device__ __forceinline__ RowPair<C> row_scan_prefix(unsigned mask, int first, int slot,
-                                                      const RowPair<C> (&f)[kX], int n) {
-  RowPair<C> local[kX];
-  local[0] = f[0];
-#pragma unroll
-  for (int u = 1; u < kX; ++u) local[u] = row_then(local[u - 1], f[u]);
-  RowPair<C> incl = local[kX - 1];
-#pragma unroll
-  for (int d = 1; d < kG; d *= 2) {
-    const RowPair<C> e = row_shfl(mask, incl, first + (slot >= d ? slot - d : 0));
-    if (slot >= d) incl = row_then(e, incl);
-  }
-  RowPair<C> excl = row_shfl(mask, incl, first + (slot >= 1 ? slot - 1 : 0));
-  // element n-1 on lane (n-1) / kX: what comes before its lane, then its lane's first elements
-  const int last = n - 1, holder = last < 0 ? 0 : last / kX, u_last = last < 0 ? 0 : last % kX;
-  RowPair<C> mine = local[0];
-#pragma unroll
-  for (int u = 1; u < kX; ++u)
-    if (u == u_last) mine = local[u];
-  if (slot >= 1) mine = row_then(excl, mine);
-  const RowPair<C> r = row_shfl(mask, mine, first + holder);
-  return n <= 0 ? RowPair<C>{C(1), C(0), false} : r;
-}
-
-/// The state before tile `tile` of a chain for channel `ch`, found by the channel's kG lanes
-/// (consecutive lanes of one warp, this one `slot`), with the tiles in groups (kRowGroupTiles):
-/// tile 8m+i waits only on the aggregates of tiles 8m .. 8m+i-1 and of group m-1's eight,
-/// which every tile publishes as soon as its rows are scanned, and on the state after some
-/// group among the kRowGroupWindow before group m-1, all read in one round of loads; so the
-/// state a chain's tiles wait for advances a window of groups at a time, where a look-back
-/// from tile to tile (row_look_back) waits for each predecessor's own look-back in turn. The
-/// state before group m is B(m-1) = G(m-1) applied to B(m-2), each group's map G a fixed-shape
-/// scan of its tiles' aggregates (row_scan_prefix), B(-1) = `initial`: whichever tile folds them,
-/// the same chain of fmas, so the same bits. The tile that closes a group publishes its map and,
-/// once known, the state after it (a group that holds a sequence start, or group 0, its state at
-/// once). `own` is the tile's aggregate as published (cut: its state), read from lane `slot` 0;
-/// `need` false (the tile's first row begins a sequence): the tile does only its group duty and
-/// returns 0.
-template <class C, int kG, int kWidth>
-__device__ __forceinline__ C row_grouped_look_back(RowRecord<C>* tiles, RowRecord<C>* groups,
-                                                   int64_t tile, int ch, int slot, RowPair<C> own,
-                                                   C initial, bool need, uint64_t tag) {
-  constexpr int kX = kRowGroupOf<kG> / kG;                                 // tiles per lane
-  constexpr int kY = kRowGroupWindow / kG > 0 ? kRowGroupWindow / kG : 1;  // groups per lane
-  constexpr int kGroup = kG * kX, kWindow = kG * kY;
-  const int first = int(threadIdx.x % kWarpThreads) - slot;
-  const unsigned mask = (kG == kWarpThreads ? 0xffffffffu : ((1u << kG) - 1u)) << first;
-  own = row_shfl(mask, own, first);
-  const int64_t m = tile / kGroup;
-  const int i = int(tile % kGroup);
-  const bool closes = i == kGroup - 1;
-  const RowPair<C> identity{C(1), C(0), false};
-  const LookbackWatch watch;
-  const auto tile_record = [&](int64_t j) { return tiles + j * kWidth + ch; };
-  const auto group_record = [&](int64_t g) { return groups + g * kWidth + ch; };
-
-  // x: this group's tiles before this one (element j = slot * kX + u)
-  RowPair<C> x[kX];
-  bool have_x[kX];
-#pragma unroll
-  for (int u = 0; u < kX; ++u) {
-    x[u] = identity;
-    have_x[u] = slot * kX + u >= i;
-  }
-  const auto poll_x = [&] {
-#pragma unroll
-    for (int u = 0; u < kX; ++u)
-      if (!have_x[u])
-        have_x[u] = row_read_pair(tile_record(m * kGroup + slot * kX + u), tag, x[u]) != kRowEmpty;
-  };
-  const auto all_x = [&] {
-    bool r = true;
-#pragma unroll
-    for (int u = 0; u < kX; ++u) r = r && have_x[u];
-    return r;
-  };
-  unsigned sleep = 32;
-  const auto pause = [&] {
-    watch.check();
-    __nanosleep(sleep);
-    sleep = sleep < 256 ? 2 * sleep : sleep;
-  };
-
-  // A closing tile's group duty first: its group's map (or state), which no look-back waits on
-  RowPair<C> group_map = own;
-  if (closes) {
-    if (!own.cut) {
-      for (;;) {
-        poll_x();
-        if (__all_sync(mask, all_x())) break;
-        pause();
-      }
-      RowPair<C> f[kX];
-#pragma unroll
-      for (int u = 0; u < kX; ++u) f[u] = slot * kX + u == i ? own : x[u];
-      group_map = row_scan_prefix<C, kG, kX>(mask, first, slot, f, kGroup);
-    }
-    if (slot == 0) {
-      if (m == 0 || group_map.cut)
-        row_publish_state(group_record(m), row_advance(group_map, initial), tag);
-      else
-        row_publish_aggregate(group_record(m), group_map.a, group_map.b, tag);
-    }
-  }
-  if (!need) return C(0);
-
-  // y: group m-1's tiles; w: the groups m-2-w (w = slot * kY + v), group -1 standing for the
-  // state `initial` before the chain
-  RowPair<C> y[kX], wg[kY];
-  bool have_y[kX], have_w[kY];
-#pragma unroll
-  for (int u = 0; u < kX; ++u) {
-    y[u] = identity;
-    have_y[u] = m < 1;
-  }
-  const auto window = [&](int64_t top) {  // the window's groups top - w; top >= -1
-#pragma unroll
-    for (int v = 0; v < kY; ++v) {
-      const int64_t g = top - (slot * kY + v);
-      wg[v] = RowPair<C>{C(1), initial, true};
-      have_w[v] = g < 0;
-    }
-  };
-  const auto poll_w = [&](int64_t top) {
-#pragma unroll
-    for (int v = 0; v < kY; ++v)
-      if (!have_w[v])
-        have_w[v] = row_read_pair(group_record(top - (slot * kY + v)), tag, wg[v]) != kRowEmpty;
-  };
-  const auto all_w = [&] {
-    bool r = true;
-#pragma unroll
-    for (int v = 0; v < kY; ++v) r = r && have_w[v];
-    return r;
-  };
-  int64_t top = m - 2;
-  window(top);
-  for (;;) {
-    poll_x();
-#pragma unroll
-    for (int u = 0; u < kX; ++u)
-      if (!have_y[u])
-        have_y[u] =
-            row_read_pair(tile_record((m - 1) * kGroup + slot * kX + u), tag, y[u]) != kRowEmpty;
-    poll_w(top);
-    bool ready = all_x() && all_w();
-#pragma unroll
-    for (int u = 0; u < kX; ++u) ready = ready && have_y[u];
-    if (__all_sync(mask, ready)) break;
-    pause();
-  }
-
-  // B(m-2): the nearest state in the window, the maps of the groups after it folded on in order
-  // (rare: none in the window; walk back a window at a time, the first group's state ends it)
-  const auto nearest_state = [&](int& w_star) {
-    int best = kWindow;
-#pragma unroll
-    for (int v = kY - 1; v >= 0; --v)
-      if (wg[v].cut) best = slot * kY + v;
-        // the least over the lanes
-#pragma unroll
-    for (int d = kG / 2; d >= 1; d /= 2) {
-      const int o = __shfl_xor_sync(mask, best, d);
-      best = o < best ? o : best;
-    }
-    w_star = best;
-    return best < kWindow;
-  };
-  const auto fold = [&](int w_from, C state) {  // groups top - w_from + 1 .. top onto `state`
-#pragma unroll
-    for (int w = kWindow - 1; w >= 0; --w) {
-      const RowPair<C> f = row_shfl(mask, wg[w % kY], first + w / kY);
-      if (w < w_from) state = row_advance(f, state);
-    }
-    return state;
-  };
-  C before = initial;  // B(m-1)
-  if (m >= 1) {
-    int w_star = kWindow;
-    while (!nearest_state(w_star)) {  // top >= 0 here: group -1 is a state
-      top -= kWindow;
-      window(top);
-      for (;;) {
-        poll_w(top);
-        if (__all_sync(mask, all_w())) break;
-        pause();
-      }
-    }
-    C state = row_shfl(mask, wg[w_star % kY], first + w_star / kY).b;
-    state = fold(w_star, state);
-    for (top += kWindow; top <= m - 2; top += kWindow) {  // the later windows, read again
-      window(top);
-      for (;;) {
-        poll_w(top);
-        if (__all_sync(mask, all_w())) break;
-        pause();
-      }
-      state = fold(kWindow, state);
-    }
-    const RowPair<C> previous = row_scan_prefix<C, kG, kX>(mask, first, slot, y, kGroup);
-    before = row_advance(previous, state);
-  }
-  if (closes && m >= 1 && !group_map.cut && slot == 0)
-    row_publish_state(group_record(m), row_advance(group_map, before), tag);
-  const RowPair<C> in_group = row_scan_prefix<C, kG, kX>(mask, first, slot, x, i);
-  return row_advance(in_group, before);
-}
-
 /// The dense row kernel: one block per (tile, chain), tile-major, a chain being (sequence, slab),
 /// the tiles of a chain joined by the look-back. Positions run in
 /// scan order q = 0 .. length-1 (time q, or length-1-q where kDesc).
@@ -478,8 +217,7 @@ __device__ __forceinline__ C row_grouped_look_back(RowRecord<C>* tiles, RowRecor
 /// and their `a` unused. A tile whose first position begins a sequence looks nothing back, and
 /// one that holds a start publishes its state before it looks back: a look-back stops at the
 /// first start.
-template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes, bool kPacked,
-          bool kGrouped>
+template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes, bool kPacked>
 __global__ void __launch_bounds__(kThreads,
                                   launch_min_blocks(kThreads,
                                                     kDenseMinBlocks<kBackward, kThreads, kRows>))
@@ -582,19 +320,13 @@ __global__ void __launch_bounds__(kThreads,
   };
 
   const auto scan_tile = [&](int64_t tile) {
-    // the lines of the records the tile publishes (and its group's, where it closes one), into L2
-    // now: its successors poll them before it publishes, and the last call left them in memory
+    // the lines of the records the tile publishes, into L2 now: the last call left them in
+    // memory, and its successors poll them before it publishes (bench/RESULTS.md, "Few chains")
     {
       constexpr int kLines = int(kWidth * sizeof(RowRecord<C>) / 128);
-      const RowRecord<C>* const mine = st.records + (chain * p.tiles + tile) * kWidth;
-      if (tid < kLines) prefetch_record(reinterpret_cast<const char*>(mine) + tid * 128);
-      constexpr int kGroupTiles = kRowGroupOf<kThreads / kWidth>;
-      if (kGrouped && tile % kGroupTiles == kGroupTiles - 1 && tid >= 32 && tid < 32 + kLines)
-        prefetch_record(
-            reinterpret_cast<const char*>(
-                static_cast<const RowRecord<C>*>(p.groups) +
-                (chain * ceil_div(p.tiles, int64_t(kGroupTiles)) + tile / kGroupTiles) * kWidth) +
-            (tid - 32) * 128);
+      const char* const mine =
+          reinterpret_cast<const char*>(st.records + (chain * p.tiles + tile) * kWidth);
+      if (tid < kLines) prefetch_record(mine + tid * 128);
     }
     const int64_t p0 = tile * kTileRows + int64_t(group) * kRows;  // the thread's first position
     const int valid = p0 >= p.length ? 0 : (p.length - p0 < kRows ? int(p.length - p0) : kRows);
@@ -655,11 +387,10 @@ __global__ void __launch_bounds__(kThreads,
             mine.b[v] = fma(alpha[v], opens ? C(0) : mine.b[v], beta[v]);
             mine.a[v] *= alpha[v];
           }
-          mine_cut = mine_cut || opens;
         }
       }
     }
-    if constexpr (kPacked) mine_cut = head != 0;  // the same for the threads not active
+    if constexpr (kPacked) mine_cut = head != 0;  // whether active or not
     // ---- across the warp's row groups (Kogge-Stone), then the warps' totals in order
     Pairs incl = mine;
     bool incl_cut = mine_cut;
@@ -728,32 +459,7 @@ __global__ void __launch_bounds__(kThreads,
     const uint64_t tag = st.tag << 2;
     RowRecord<C>* const chain_records = st.records + chain * p.tiles * kWidth;
     RowRecord<C>* const own = chain_records + tile * kWidth + lb_ch;
-    if constexpr (kGrouped) {
-      // ---- the state before the tile, from the grouped look-back: the tile publishes its
-      // aggregate (its state where it holds a start) and no state later; the state before the
-      // chain is h0 (backward gT, or 0)
-      RowRecord<C>* const chain_groups =
-          static_cast<RowRecord<C>*>(p.groups) +
-          chain * ceil_div(p.tiles, int64_t(kRowGroupOf<kG>)) * kWidth;
-      const bool opens = kPacked && (starts[0] & 1u) != 0;
-      if (lb_slot == 0) {
-        if (kPacked && t_cut)
-          row_publish_state(own, tb, tag);
-        else
-          row_publish_aggregate(own, ta, tb, tag);
-      }
-      C initial = C(0);
-      if constexpr (!kPacked) {
-        const int64_t c = slab * kWidth + lb_ch;
-        const T* const seed = kBackward ? p.state_in2 : p.state_in;
-        if (seed != nullptr && c < p.channels)
-          initial = to_compute<C>(seed[seq * p.state_batch_stride + c * p.state_channel_stride]);
-      }
-      const C x =
-          row_grouped_look_back<C, kG, kWidth>(chain_records, chain_groups, tile, lb_ch, lb_slot,
-                                               RowPair<C>{ta, tb, t_cut}, initial, !opens, tag);
-      if (lb_slot == 0) carry_shared[lb_ch] = x;
-    } else if constexpr (kPacked) {
+    if constexpr (kPacked) {
       // ---- the state before the tile: none where its first position begins a sequence (tile 0
       // among them); else looked back, after publishing the tile's state where it holds a start
       if (starts[0] & 1u) {
@@ -869,13 +575,15 @@ __global__ void __launch_bounds__(kThreads,
 
 /// The start bits of every tile of a packed call (dense_row_kernel's kPacked, where
 /// kDensePremark), ahead of it: one warp per tile writes its kDenseMarkWords words to `marks`,
-/// bit e set where position q0 + e begins a sequence in scan order (TileStarts).
+/// bit e set where position q0 + e begins a sequence in scan order (TileStarts); kDenseMarkWarps
+/// tiles a block.
+constexpr int kDenseMarkWarps = 8;
 template <bool kDesc, int kTileRows>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(kDenseMarkWarps* kWarpThreads)
     dense_row_marks_kernel(const int32_t* offsets32, const int64_t* offsets64, int64_t count,
                            int64_t total, int64_t tiles, uint32_t* marks) {
   constexpr int kWords = kDenseMarkWords<kTileRows>;
-  constexpr int kWarps = 256 / kWarpThreads;
+  constexpr int kWarps = kDenseMarkWarps;
   __shared__ uint32_t bits[kWarps][kWords];
   const int warp = int(threadIdx.x) / kWarpThreads, lane = int(threadIdx.x) % kWarpThreads;
   const int64_t tile = int64_t(blockIdx.x) * kWarps + warp;
@@ -894,78 +602,42 @@ __global__ void __launch_bounds__(256)
   for (int w = lane; w < kWords; w += kWarpThreads) marks[tile * kWords + w] = bits[warp][w];
 }
 
-/// Whether a dense row call takes the grouped look-back (row_grouped_look_back): where each
-/// chain has at least kDenseGroupedFrom tiles in flight at once (`resident` blocks on the GPU
-/// over its chains), their look-backs wait on each other in turn and the grouped one, which waits
-/// only on aggregates, is faster; where a chain has a tile or two in flight, its look-back finds
-/// the state of the tile before at once, and the grouped one reads more (records already gone
-/// from L2). Measured on the H200: bench/RESULTS.md, "Few chains: the grouped look-back".
-constexpr int64_t kDenseGroupedFrom = 4;
-inline bool dense_grouped(int64_t chains, int64_t resident) {
-  return chains * kDenseGroupedFrom <= resident;
-}
-
-/// Where a dense row call's workspace holds its group records (after the tiles' records) and,
-/// for a packed call's start bits found ahead, those (after the group records).
-template <class C>
-constexpr size_t dense_group_offset(int64_t blocks, int64_t width) {
-  return RowStates<C>::record_bytes(blocks, width);
-}
-template <class C>
-constexpr size_t dense_marks_offset(int64_t blocks, int64_t chains, int64_t tiles, int64_t width,
-                                    int group_tiles) {
-  return RowStates<C>::record_bytes(blocks, width) +
-         RowStates<C>::record_bytes(chains * ceil_div(tiles, int64_t(group_tiles)), width);
-}
-
-/// Launches the dense row kernel; `grouped`: -1 as dense_grouped says for this GPU, 0 or 1 forced.
 template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLanes,
           bool kPacked = false>
-cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream,
-                              int grouped = -1) {
+cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
-  constexpr int kWidth = kLanes * kVec;
-  constexpr int kGroupTiles = kRowGroupOf<kThreads / kWidth>;
-  p.slabs = ceil_div(p.channels, int64_t(kWidth));
+  p.slabs = ceil_div(p.channels, int64_t(kLanes) * kVec);
   p.tiles = ceil_div(p.length, int64_t(kDenseTileRows<kThreads, kRows, kLanes>));
   const int64_t chains = p.batch * p.slabs;
   const int64_t blocks = chains * p.tiles;
   const RowStates<C> st = RowStates<C>::carve(workspace, call_tag());
-  p.groups = reinterpret_cast<char*>(st.records) + dense_group_offset<C>(blocks, kWidth);
-  const size_t records = dense_marks_offset<C>(blocks, chains, p.tiles, kWidth, kGroupTiles);
-  if (grouped < 0) {
-    int sms = 0;
-    if (const cudaError_t e = multiprocessors(sms); e != cudaSuccess) return e;
-    grouped = dense_grouped(chains, int64_t(sms) * kDenseMinBlocks<kBackward, kThreads, kRows>);
-  }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
   if (capture != cudaStreamCaptureStatusNone) {
     // a graph replays the call's tag: its records start from zero on every replay
-    const cudaError_t e = cudaMemsetAsync(st.records, 0, records, stream);
+    const cudaError_t e = cudaMemsetAsync(
+        st.records, 0, RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec), stream);
     if (e != cudaSuccess) return e;
   }
   if constexpr (kPacked && kDensePremark<kBackward>) {
     // the start bits after the records (dense_scratch_bytes counts them)
     constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kLanes>;
     uint32_t* const marks =
-        reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(st.records) + records);
+        reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(st.records) +
+                                    RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec));
     p.marks = marks;
     const cudaError_t e =
-        launch_kernel(&dense_row_marks_kernel<kDesc, kTileRows>, ceil_div(p.tiles, int64_t(8)), 256,
+        launch_kernel(&dense_row_marks_kernel<kDesc, kTileRows>,
+                      ceil_div(p.tiles, int64_t(kDenseMarkWarps)), kDenseMarkWarps * kWarpThreads,
                       0, stream, p.offsets32, p.offsets64, p.count, p.length, p.tiles, marks);
     if (e != cudaSuccess) return e;
   }
   constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
-  constexpr auto kLinked =
-      &dense_row_kernel<T, kBackward, kDesc, kThreads, kRows, kLanes, kPacked, false>;
-  constexpr auto kGrouped =
-      &dense_row_kernel<T, kBackward, kDesc, kThreads, kRows, kLanes, kPacked, true>;
-  const auto kernel = grouped ? kGrouped : kLinked;
-  const cudaError_t e = allow_dynamic_shared(kernel, kShared);
+  constexpr auto kKernel = &dense_row_kernel<T, kBackward, kDesc, kThreads, kRows, kLanes, kPacked>;
+  const cudaError_t e = allow_dynamic_shared(kKernel, kShared);
   if (e != cudaSuccess) return e;
-  return launch_kernel(kernel, blocks, kThreads, kShared, stream, p, st);
+  return launch_kernel(kKernel, blocks, kThreads, kShared, stream, p, st);
 }
 
 #endif  // __CUDACC__

@@ -27,21 +27,17 @@ constexpr int kDenseThreads = 256, kDenseLanes = 8;
 template <bool kBackward>
 constexpr int kDenseRows = kBackward ? 4 : 8;
 
-/// Look-back records of a dense call: every (sequence, slab, tile of the sequence), then every
-/// (sequence, slab, group of tiles) for the grouped look-back; for a packed call (one batch) and
-/// kDensePremark, each tile's start bits after them.
+/// Look-back records of a dense call: every (sequence, slab, tile of the sequence); for a packed
+/// call (one batch) and kDensePremark, each tile's start bits after them.
 template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
                          size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
   const int64_t tiles =
       ceil_div(length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>));
-  const int64_t chains = batch * ceil_div(channels, kWidth);
-  const double grid = double(chains) * double(tiles);
+  const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
-  bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth) +
-          RowStates<compute_t<T>>::record_bytes(
-              chains * ceil_div(tiles, int64_t(kRowGroupOf<kDenseThreads / int(kWidth)>)), kWidth);
+  bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
   if (packed && kDensePremark<kBackward>)
     bytes += size_t(tiles) * sizeof(uint32_t) *
              kDenseMarkWords<kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>>;

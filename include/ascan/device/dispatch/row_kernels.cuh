@@ -312,11 +312,7 @@ struct RowWalk {
   /// Offset i of the packed sequences, clamped into [0, rows]; the first is 0 and the last is
   /// rows whatever the device holds.
   __device__ __forceinline__ int64_t offset(int64_t i) const {
-    if (i <= 0) return 0;
-    if (i >= p.segments) return p.rows;
-    const int64_t v =
-        p.offsets32 != nullptr ? int64_t(__ldg(p.offsets32 + i)) : __ldg(p.offsets64 + i);
-    return v < 0 ? 0 : (v > p.rows ? p.rows : v);
+    return clamped_offset(p.offsets32, p.offsets64, p.segments, p.rows, i);
   }
   __device__ __forceinline__ RowSegment at_index(int64_t n) const {
     if (!packed()) return {n, n * p.length, n * p.length + p.length, n * p.length};
