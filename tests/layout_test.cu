@@ -902,7 +902,7 @@ std::vector<Case> packed_lean_cases(bool backward, bool reverse) {
   }
   const std::vector<int64_t> cu = cu_seqlens(kMixedLengths);
   Case c = packed_case(backward, 64, kMixedLengths, true, reverse);
-  const int kIn = backward ? kGradOut : kTokens;
+  const int kIn = backward ? int(kGradOut) : int(kTokens);
   c.pokes = {{kGates, 0, 5, cu[3], kNaN},      // the first of the long sequence
              {kIn, 0, 9, cu[3] - 1, kInf},     // the last of the one before
              {kIn, 0, 2, cu[3] + 1000, kNaN},  // inside it
@@ -1315,7 +1315,7 @@ std::vector<Case> flat_cases(bool backward) {
     // share a tile and a vector with their neighbours (T = 5, 7 and 33).
     for (int64_t t : {5, 7, 33}) {
       c = with_states(time_contiguous_case(backward, 2, 40, t), states - 1);
-      const int b_in = backward ? kGradOut : kTokens;  // the sequence's b: tokens, or g
+      const int b_in = backward ? int(kGradOut) : int(kTokens);  // the sequence's b: tokens, or g
       c.pokes = {{b_in, 0, 3, 0, kNaN},
                  {kGates, 0, 9, t - 1, kInf},
                  {b_in, 1, 20, t / 2, -kInf},
