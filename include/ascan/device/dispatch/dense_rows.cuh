@@ -57,6 +57,14 @@ struct DenseRowParams {
   const uint32_t* marks;  ///< kPacked: each tile's start bits (dense_row_marks_kernel)
 };
 
+/// Rounds of the dense row kernel's look-back (row_look_back's kMaxRounds): where a channel has
+/// 4 lanes (16-bit types), 6 rounds reach 24 tiles back where 4 reached 16. Measured on the H200
+/// (bench/RESULTS.md, "Few chains"), on the dense (1, 2^20, 256) bf16 rows, whose 4 chains have
+/// about 100 tiles each in flight, forward 0.56 -> 0.65 and backward 0.48 -> 0.56 of the copy,
+/// and within 0.005 where chains are many; 8 rounds were no better than 6. f32 (8 lanes a channel)
+/// and double (16) reach the 32 tiles of a warp in 4 rounds or fewer.
+constexpr int kDenseLookBackRounds = 6;
+
 /// Words of one tile's start bits (kPacked): kTileRows + 1 bits.
 template <int kTileRows>
 constexpr int kDenseMarkWords = kTileRows / 32 + 1;
@@ -474,8 +482,8 @@ __global__ void __launch_bounds__(kThreads,
           else
             row_publish_aggregate(own, ta, tb, tag);
         }
-        const C x =
-            row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
+        const C x = row_look_back<C, kG, kWidth, kWarpThreads, false, kDenseLookBackRounds>(
+            chain_records, tile, lb_ch, lb_slot, tag);
         if (lb_slot == 0) {
           carry_shared[lb_ch] = x;
           if (!t_cut) row_publish_state(own, fma(ta, x, tb), tag);
@@ -496,8 +504,8 @@ __global__ void __launch_bounds__(kThreads,
         }
       } else {
         if (lb_slot == 0) row_publish_aggregate(own, ta, tb, tag);
-        const C x =
-            row_look_back<C, kG, kWidth, kWarpThreads>(chain_records, tile, lb_ch, lb_slot, tag);
+        const C x = row_look_back<C, kG, kWidth, kWarpThreads, false, kDenseLookBackRounds>(
+            chain_records, tile, lb_ch, lb_slot, tag);
         if (lb_slot == 0) {
           carry_shared[lb_ch] = x;
           row_publish_state(own, fma(ta, x, tb), tag);

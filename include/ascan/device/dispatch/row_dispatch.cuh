@@ -18,14 +18,17 @@ namespace detail {
 
 #if defined(__CUDACC__)
 
-/// The dense row kernel's tile (dense_rows.cuh): 256 threads of 8 rows (backward 4: three
-/// arrays in), 8 lanes of 16 bytes along channels. Forward, against 128 threads (6 blocks per
-/// multiprocessor) and 256-byte rows, on the H200 the fastest or within 0.02 of it on every
-/// shape measured but bf16 (8, 128, 1536) (bench/RESULTS.md, "Channel-last and packed layouts:
-/// the row path").
+/// The dense row kernel's tile (dense_rows.cuh): 256 threads of 8 rows (backward, three arrays
+/// in: 4, and 5 for 16-bit types), 8 lanes of 16 bytes along channels. Forward, against 128
+/// threads (6 blocks per multiprocessor) and 256-byte rows, on the H200 the fastest or within
+/// 0.02 of it on every shape measured but bf16 (8, 128, 1536) (bench/RESULTS.md, "Channel-last
+/// and packed layouts: the row path"); 6 or 4 rows forward were slower on every shape but the
+/// shortest. Backward, 5 rows (160-row tiles) against 4 ran bf16 0.03-0.09 of the copy faster on
+/// six of ten shapes and at most 0.008 slower on the other four, f32 slower on four (up to 0.07)
+/// (bench/RESULTS.md, "Few chains").
 constexpr int kDenseThreads = 256, kDenseLanes = 8;
-template <bool kBackward>
-constexpr int kDenseRows = kBackward ? 4 : 8;
+template <class T, bool kBackward>
+constexpr int kDenseRows = kBackward ? (sizeof(T) == 2 ? 5 : 4) : 8;
 
 /// Look-back records of a dense call: every (sequence, slab, tile of the sequence); for a packed
 /// call (one batch) and kDensePremark, each tile's start bits after them.
@@ -33,14 +36,14 @@ template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
                          size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  const int64_t tiles =
-      ceil_div(length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>));
+  const int64_t tiles = ceil_div(
+      length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<T, kBackward>, kDenseLanes>));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
   bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
   if (packed && kDensePremark<kBackward>)
     bytes += size_t(tiles) * sizeof(uint32_t) *
-             kDenseMarkWords<kDenseTileRows<kDenseThreads, kDenseRows<kBackward>, kDenseLanes>>;
+             kDenseMarkWords<kDenseTileRows<kDenseThreads, kDenseRows<T, kBackward>, kDenseLanes>>;
   return true;
 }
 
@@ -114,7 +117,7 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
     if (dense) {
-      constexpr int kRows = kDenseRows<kBackward>;
+      constexpr int kRows = kDenseRows<T, kBackward>;
       const DenseRowParams<T> d = dense_params<T, kBackward>(p);
       if (lean)
         return desc

@@ -216,8 +216,8 @@ __device__ __forceinline__ uint32_t row_read(const RowRecord<double>* r, uint64_
 
 /// The state before tile `tile` of a slab for channel `ch` of it, found by kG consecutive lanes
 /// of one warp (this one `slot`). They read the records of the tiles before it kG at a time, up
-/// to kReach tiles and four rounds (round r: lane `slot` reads tile tile-1-r*kG-slot), find the
-/// nearest tile whose state is published with every tile after it showing its aggregate, and
+/// to kReach tiles and kMaxRounds rounds (round r: lane `slot` reads tile tile-1-r*kG-slot), find
+/// the nearest tile whose state is published with every tile after it showing its aggregate, and
 /// fold those aggregates onto that state in order (x = a * x + b): the chain of fmas of the
 /// sequential definition, whichever tile it starts from, so the state is the same bits whenever
 /// it is found. Where no such tile is within reach yet, they wait and read again. Tile 0 of a
@@ -229,10 +229,11 @@ __device__ __forceinline__ uint32_t row_read(const RowRecord<double>* r, uint64_
 /// (bf16 forward 0.52 -> 0.40 of the copy); the packed time-contiguous windows (flat_packed.cuh)
 /// take it, where unrolled measured 0.02-0.06 slower backward and within 0.012 forward
 /// (bench/RESULTS.md, "What was tried and dropped").
-template <class C, int kG, int kWidth, int kReach, bool kLoop = false>
+template <class C, int kG, int kWidth, int kReach, bool kLoop = false, int kMaxRounds = 4>
 __device__ __forceinline__ C row_look_back(const RowRecord<C>* slab_records, int64_t tile, int ch,
                                            int slot, uint64_t tag) {
-  constexpr int kRounds = kReach / kG > 4 ? 4 : (kReach / kG > 0 ? kReach / kG : 1);
+  constexpr int kRounds =
+      kReach / kG > kMaxRounds ? kMaxRounds : (kReach / kG > 0 ? kReach / kG : 1);
   const int first = int(threadIdx.x % kWarpThreads) - slot;
   const unsigned mask = (kG == kWarpThreads ? 0xffffffffu : ((1u << kG) - 1u)) << first;
   unsigned sleep = 32;
