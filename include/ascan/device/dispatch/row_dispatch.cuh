@@ -23,9 +23,11 @@ namespace detail {
 /// threads (6 blocks per multiprocessor) and 256-byte rows, on the H200 the fastest or within
 /// 0.02 of it on every shape measured but bf16 (8, 128, 1536) (bench/RESULTS.md, "Channel-last
 /// and packed layouts: the row path"); 6 or 4 rows forward were slower on every shape but the
-/// shortest. Backward, 5 rows (160-row tiles) against 4 ran bf16 0.03-0.09 of the copy faster on
-/// six of ten shapes and at most 0.008 slower on the other four, f32 slower on four (up to 0.07)
-/// (bench/RESULTS.md, "Few chains").
+/// shortest. Backward, 5 rows (160-row tiles) against 4: in the tile probe bf16 0.03-0.09 of the
+/// copy faster on five of ten shapes (few chains most) and up to 0.03 slower on four; in the
+/// benchmark bf16 (1, 2^20, 256) 0.49 -> 0.66 (with 6 look-back rounds) but (4, 4096, 4096) 0.78
+/// -> 0.74; f32 slower on seven of ten shapes (up to 0.07), so f32 keeps 4 (bench/RESULTS.md,
+/// "Few chains").
 constexpr int kDenseThreads = 256, kDenseLanes = 8;
 template <class T, bool kBackward>
 constexpr int kDenseRows = kBackward ? (sizeof(T) == 2 ? 5 : 4) : 8;
