@@ -96,8 +96,11 @@ struct BackwardProblem {
   bool high_edge;  // this lane's next neighbour is outside its shuffle width
   bool low_edge;   // this lane's previous neighbour is outside its shuffle width
 
+  /// kMasked: as load_vector's (kInside is the forward problem's alone).
+  template <bool kInside = false, bool kMasked = false>
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const {
-    reload(r, v);
+    static_assert(!kInside, "the backward problem reads its edge neighbours");
+    reload<kMasked>(r, v);
     // Forward: a[v + kVec] and x[v - 1]; mirrored: a[v - 1] and x[v + kVec]. Positions outside
     // the sequence read as reload's fills: gate 1, state h0.
     const int64_t ae = kForwardReverse ? v - 1 : v + kVec;
@@ -112,10 +115,11 @@ struct BackwardProblem {
   /// alone the multi-block path's LookbackHold::kReload, which keeps the edge elements load read
   /// (a neighbouring tile may have written its gradients over those since, where grad_gates is
   /// states; never over this tile's own positions). h0 converts back exactly: it came from T.
+  template <bool kMasked = false>
   __device__ __forceinline__ void reload(Loaded& r, int64_t v) const {
-    load_vector<kVec>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
-    load_vector<kVec>(x, v, lo, hi, r.x, to_storage<T>(h0));
-    load_vector<kVec>(g, v, lo, hi, r.g, to_storage<T>(C(0)));
+    load_vector<kVec, false, kMasked>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
+    load_vector<kVec, false, kMasked>(x, v, lo, hi, r.x, to_storage<T>(h0));
+    load_vector<kVec, false, kMasked>(g, v, lo, hi, r.g, to_storage<T>(C(0)));
   }
 
   /// A vector's shifted gates and states (w.a, w.x) from its widened gates `a` and states `x`
@@ -131,6 +135,7 @@ struct BackwardProblem {
     }
   }
 
+  template <bool kMasked = false>
   __device__ __forceinline__ void convert(const Loaded& r, int64_t v, Work& w) const {
     // The neighbours' edge elements, by shuffle; lanes at the edge keep what they read.
     C a[kVec], x[kVec];
@@ -152,7 +157,15 @@ struct BackwardProblem {
       if (low_edge) x_edge = r.x_edge;
     }
     shift(a, x, a_edge, x_edge, w);
-    if (!(v >= lo && v + kVec <= hi)) {  // positions outside the sequence: the identity (1, 0)
+    // Positions outside the sequence: the identity (1, 0).
+    if constexpr (kMasked && kVec > 1) {
+      const uint32_t inside = inside_mask<kVec>(v, lo, hi);
+      if (inside != (1u << kVec) - 1u) {
+#pragma unroll
+        for (int i = 0; i < kVec; ++i)
+          if (!(inside >> i & 1u)) w.a[i] = C(1);
+      }
+    } else if (!(v >= lo && v + kVec <= hi)) {
 #pragma unroll
       for (int i = 0; i < kVec; ++i)
         if (v + i < lo || v + i >= hi) w.a[i] = C(1);
@@ -167,12 +180,14 @@ struct BackwardProblem {
       yb[i] = to_storage<T>(w.b[i]);
     }
   }
+  template <bool kInside = false, bool kMasked = false>
   __device__ __forceinline__ void store(const Work& w, int64_t v) const {
+    static_assert(!kInside, "as load's");
     alignas(16) T ya[kVec];
     alignas(16) T yb[kVec];
     gradients(w, ya, yb);
-    store_vector<kVec>(da, v, lo, hi, ya);
-    store_vector<kVec>(db, v, lo, hi, yb);
+    store_vector<kVec, false, kMasked>(da, v, lo, hi, ya);
+    store_vector<kVec, false, kMasked>(db, v, lo, hi, yb);
   }
 
   __device__ __forceinline__ const T* staged_input(int s) const {

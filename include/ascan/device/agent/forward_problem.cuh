@@ -63,11 +63,12 @@ struct ForwardProblem {
   T* x;
   int64_t lo, hi;  // the sequence's grid positions
 
-  /// kInside: the vector is known to lie inside the sequence (load_vector's).
-  template <bool kInside = false>
+  /// kInside: the vector is known to lie inside the sequence; kMasked: tested through its
+  /// inside_mask (load_vector's, both).
+  template <bool kInside = false, bool kMasked = false>
   __device__ __forceinline__ void load(Loaded& r, int64_t v) const {
-    load_vector<kVec, kInside>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
-    load_vector<kVec, kInside>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
+    load_vector<kVec, kInside, kMasked>(a, v, lo, hi, r.a, to_storage<T>(C(1)));
+    load_vector<kVec, kInside, kMasked>(b, v, lo, hi, r.b, to_storage<T>(C(0)));
   }
   /// load and store for a sequence's edge tiles in the staged multi-block kernel (vector path;
   /// load_vector_at_edge).
@@ -78,6 +79,7 @@ struct ForwardProblem {
   /// Loads the elements again (the multi-block path's LookbackHold::kReload): only this tile
   /// writes its positions, and it has not yet.
   __device__ __forceinline__ void reload(Loaded& r, int64_t v) const { load(r, v); }
+  template <bool kMasked = false>
   __device__ __forceinline__ void convert(const Loaded& r, int64_t, Work& w) const {
     widen(r.a, w.a);
     widen(r.b, w.b);
@@ -87,11 +89,11 @@ struct ForwardProblem {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) y[i] = to_storage<T>(w.b[i]);
   }
-  template <bool kInside = false>
+  template <bool kInside = false, bool kMasked = false>
   __device__ __forceinline__ void store(const Work& w, int64_t v) const {
     alignas(16) T y[kVec];
     narrow(w, y);
-    store_vector<kVec, kInside>(x, v, lo, hi, y);
+    store_vector<kVec, kInside, kMasked>(x, v, lo, hi, y);
   }
 
   __device__ __forceinline__ void store_at_edge(const Work& w, int64_t v) const {

@@ -52,8 +52,39 @@ __device__ __forceinline__ SequenceSite locate_sequence(const Params& p, int64_t
           bi * p.state_batch_stride + ci * p.state_channel_stride};
 }
 
-/// The elements of [v, v + kVec) one by one: loaded where inside [lo, hi), `fill` elsewhere;
-/// stored where inside.
+/// The positions of [v, v + kVec) that lie inside [lo, hi), one bit each (bit i: position
+/// v + i): the 64-bit bounds are clamped to the vector once, so that each element of a vector at
+/// a sequence's edge is tested with one bit of a register, not two 64-bit comparisons. Every
+/// stream of a vector shares the mask. At a short sequence's edges those tests were most of a
+/// one-block kernel's instructions (bench/RESULTS.md, "The launch-bound cells and the sequences'
+/// edge vectors").
+template <int kVec>
+__device__ __forceinline__ uint32_t inside_mask(int64_t v, int64_t lo, int64_t hi) {
+  static_assert(kVec >= 1 && kVec <= 16, "a vector of at most 16 elements");
+  const int64_t from = lo - v, to = hi - v;  // inside: i in [from, to)
+  const int first = from <= 0 ? 0 : from >= kVec ? kVec : static_cast<int>(from);
+  const int last = to <= 0 ? 0 : to >= kVec ? kVec : static_cast<int>(to);
+  return ((1u << last) - 1u) & ~((1u << first) - 1u);
+}
+
+/// The elements of [v, v + kVec) one by one: loaded where `inside` (inside_mask) has their bit,
+/// `fill` elsewhere; stored where it has.
+template <int kVec, class T>
+__device__ __forceinline__ void load_elements(const T* p, int64_t v, uint32_t inside, T (&r)[kVec],
+                                              T fill) {
+  const T* q = p + v;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) r[i] = (inside >> i & 1u) ? q[i] : fill;
+}
+template <int kVec, class T>
+__device__ __forceinline__ void store_elements(T* p, int64_t v, uint32_t inside,
+                                               const T (&r)[kVec]) {
+  T* q = p + v;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    if (inside >> i & 1u) q[i] = r[i];
+}
+/// The same, each element tested against [lo, hi) on its own.
 template <int kVec, class T>
 __device__ __forceinline__ void load_elements(const T* p, int64_t v, int64_t lo, int64_t hi,
                                               T (&r)[kVec], T fill) {
@@ -72,25 +103,46 @@ __device__ __forceinline__ void store_elements(T* p, int64_t v, int64_t lo, int6
 /// one 16-byte load when all of them lie inside [lo, hi), else guarded scalars; positions outside
 /// [lo, hi) are not read and take `fill`. With kInside the caller knows that all of them do (the
 /// vector path only): the 16-byte load, no test.
-template <int kVec, bool kInside = false, class T>
+///
+/// kMasked (vector path): the vector is tested through its inside_mask, one mask for every
+/// stream of the vector. scan_tiles asks for it in one-tile kernels of up to 1024 elements, where
+/// a short sequence's edges hold many of its vectors: on the H200 it took 11-28% off the time of
+/// bf16 cells of 4096-16384 sequences of 100-300 elements. Where edges are rare the bounds test
+/// stays: with the mask everywhere, the chunked f32 kernel lost a block per multiprocessor to
+/// registers and the flat kernel's cells ran 3-8% slower (bench/RESULTS.md, "The launch-bound
+/// cells and the sequences' edge vectors").
+template <int kVec, bool kInside = false, bool kMasked = false, class T>
 __device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, int64_t hi,
                                             T (&r)[kVec], T fill) {
   static_assert(!kInside || kVec > 1, "kInside is for 16-byte vectors");
-  if (kInside || (kVec > 1 && v >= lo && v + kVec <= hi)) {
-    static_assert(kVec == 1 || kVec * sizeof(T) == 16, "vectors are 16 bytes");
+  static_assert(kVec == 1 || kVec * sizeof(T) == 16, "vectors are 16 bytes");
+  if constexpr (kMasked && !kInside && kVec > 1) {
+    const uint32_t inside = inside_mask<kVec>(v, lo, hi);
+    if (inside == (1u << kVec) - 1u)
+      *reinterpret_cast<uint4*>(r) = __ldg(reinterpret_cast<const uint4*>(p + v));
+    else
+      load_elements<kVec>(p, v, inside, r, fill);
+  } else if (kInside || (kVec > 1 && v >= lo && v + kVec <= hi)) {
     *reinterpret_cast<uint4*>(r) = __ldg(reinterpret_cast<const uint4*>(p + v));
   } else {
     load_elements<kVec>(p, v, lo, hi, r, fill);
   }
 }
 
-/// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]` (kInside: as
-/// load_vector's).
-template <int kVec, bool kInside = false, class T>
+/// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]` (kInside and
+/// kMasked: as load_vector's).
+template <int kVec, bool kInside = false, bool kMasked = false, class T>
 __device__ __forceinline__ void store_vector(T* p, int64_t v, int64_t lo, int64_t hi,
                                              const T (&r)[kVec]) {
   static_assert(!kInside || kVec > 1, "kInside is for 16-byte vectors");
-  if (kInside || (kVec > 1 && v >= lo && v + kVec <= hi)) {
+  static_assert(kVec == 1 || kVec * sizeof(T) == 16, "vectors are 16 bytes");
+  if constexpr (kMasked && !kInside && kVec > 1) {
+    const uint32_t inside = inside_mask<kVec>(v, lo, hi);
+    if (inside == (1u << kVec) - 1u)
+      *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(r);
+    else
+      store_elements<kVec>(p, v, inside, r);
+  } else if (kInside || (kVec > 1 && v >= lo && v + kVec <= hi)) {
     *reinterpret_cast<uint4*>(p + v) = *reinterpret_cast<const uint4*>(r);
   } else {
     store_elements<kVec>(p, v, lo, hi, r);
@@ -145,18 +197,18 @@ __device__ __forceinline__ void store_vector_at_edge(T* p, int64_t v, int64_t lo
 
 /// The thread layer of a tile, run by run: a thread holds kRuns vectors (one per run) at grid
 /// positions at(j). Shared by the one-block loop below and lookback_kernel.
-template <class Problem, int kRuns, class At>
+template <bool kMasked = false, class Problem, int kRuns, class At>
 __device__ __forceinline__ void load_runs(const Problem& problem,
                                           typename Problem::Loaded (&loaded)[kRuns], const At& at) {
 #pragma unroll
-  for (int j = 0; j < kRuns; ++j) problem.load(loaded[j], at(j));
+  for (int j = 0; j < kRuns; ++j) problem.template load<false, kMasked>(loaded[j], at(j));
 }
-template <class Problem, int kRuns, class At>
+template <bool kMasked = false, class Problem, int kRuns, class At>
 __device__ __forceinline__ void convert_runs(const Problem& problem,
                                              const typename Problem::Loaded (&loaded)[kRuns],
                                              const At& at, typename Problem::Work (&work)[kRuns]) {
 #pragma unroll
-  for (int j = 0; j < kRuns; ++j) problem.convert(loaded[j], at(j), work[j]);
+  for (int j = 0; j < kRuns; ++j) problem.template convert<kMasked>(loaded[j], at(j), work[j]);
 }
 /// Folds each run's pairs into one Affine pair.
 template <class Problem, int kRuns, class C = typename Problem::C>
@@ -168,14 +220,14 @@ __device__ __forceinline__ void reduce_runs(const typename Problem::Work (&work)
 }
 /// Runs the recurrence over each run from the state entering it and stores what the Problem
 /// makes of the results.
-template <class Problem, int kRuns, class At, class C = typename Problem::C>
+template <bool kMasked = false, class Problem, int kRuns, class At, class C = typename Problem::C>
 __device__ __forceinline__ void scan_runs(const Problem& problem,
                                           typename Problem::Work (&work)[kRuns],
                                           const C (&incoming)[kRuns], const At& at) {
 #pragma unroll
   for (int j = 0; j < kRuns; ++j) {
     thread_scan<Problem::kReverse>(incoming[j], work[j].a, work[j].b);
-    problem.store(work[j], at(j));
+    problem.template store<false, kMasked>(work[j], at(j));
   }
 }
 
@@ -196,6 +248,10 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem,
   constexpr int64_t kRun = int64_t(kLanes) * kVec;
   constexpr int64_t kTile = kRun * kRuns;
   const int64_t tiles = kOneTile ? 1 : (p.span_bound + kTile - 1) / kTile;
+  // Vectors tested through their inside_mask (load_vector's kMasked): one tile of at most 1024
+  // elements, where a sequence's edges hold a large share of its vectors. Over 2048-element
+  // tiles the mask measured 1-3% slower on the H200 (bf16 backward, 1500 and 2048 elements).
+  constexpr bool kMasked = kOneTile && kTile <= 1024;
 
   // Grid position of this thread's vector in run j of the k-th tile in scan order.
   auto position = [&](int64_t k, int j) {
@@ -203,21 +259,21 @@ __device__ __forceinline__ void scan_tiles(const Problem& problem,
   };
 
   typename Problem::Loaded loaded[kRuns];
-  load_runs(problem, loaded, [&](int j) { return position(0, j); });
+  load_runs<kMasked>(problem, loaded, [&](int j) { return position(0, j); });
 
 #pragma unroll 1
   for (int64_t k = 0; k < tiles; ++k) {
     const auto at = [&](int j) { return position(k, j); };
     typename Problem::Work work[kRuns];
-    convert_runs(problem, loaded, at, work);
+    convert_runs<kMasked>(problem, loaded, at, work);
     if (!kOneTile && k + 1 < tiles)  // the next tile's loads go out before this one's scan
-      load_runs(problem, loaded, [&](int j) { return position(k + 1, j); });
+      load_runs<kMasked>(problem, loaded, [&](int j) { return position(k + 1, j); });
     Affine<C> aggregate[kRuns];
     reduce_runs<Problem>(work, aggregate);
     C incoming[kRuns];
     group.scan_state(aggregate, incoming, carry);
     const int64_t origin = (kReverse ? tiles - 1 - k : k) * kTile;  // the tile's first position
-    scan_runs(problem, work, incoming, at);
+    scan_runs<kMasked>(problem, work, incoming, at);
     // The tile that holds the sequence's last element in scan order: the final state.
     if (problem.holds_last(origin, kTile)) problem.template finish_stored<kRun, kRuns>(p, at(0));
   }
