@@ -382,7 +382,6 @@ __global__ void __launch_bounds__(kThreads,
 
     // ---- the thread's aggregate (cut: it holds a start)
     Pairs mine = dense_identity<C, kVec>();
-    bool mine_cut = false;
     if (active) {
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
@@ -398,7 +397,7 @@ __global__ void __launch_bounds__(kThreads,
         }
       }
     }
-    if constexpr (kPacked) mine_cut = head != 0;  // whether active or not
+    const bool mine_cut = kPacked && head != 0;  // whether active or not
     // ---- across the warp's row groups (Kogge-Stone), then the warps' totals in order
     Pairs incl = mine;
     bool incl_cut = mine_cut;
@@ -615,8 +614,9 @@ template <class T, bool kBackward, bool kDesc, int kThreads, int kRows, int kLan
 cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr int kVec = 16 / int(sizeof(T));
+  constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kLanes>;
   p.slabs = ceil_div(p.channels, int64_t(kLanes) * kVec);
-  p.tiles = ceil_div(p.length, int64_t(kDenseTileRows<kThreads, kRows, kLanes>));
+  p.tiles = ceil_div(p.length, int64_t(kTileRows));
   const int64_t chains = p.batch * p.slabs;
   const int64_t blocks = chains * p.tiles;
   const RowStates<C> st = RowStates<C>::carve(workspace, call_tag());
@@ -630,7 +630,6 @@ cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t
   }
   if constexpr (kPacked && kDensePremark<kBackward>) {
     // the start bits after the records (dense_scratch_bytes counts them)
-    constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kLanes>;
     uint32_t* const marks =
         reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(st.records) +
                                     RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec));

@@ -38,14 +38,13 @@ template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
                          size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  const int64_t tiles = ceil_div(
-      length, int64_t(kDenseTileRows<kDenseThreads, kDenseRows<T, kBackward>, kDenseLanes>));
+  constexpr int kTileRows = kDenseTileRows<kDenseThreads, kDenseRows<T, kBackward>, kDenseLanes>;
+  const int64_t tiles = ceil_div(length, int64_t(kTileRows));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
   bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
   if (packed && kDensePremark<kBackward>)
-    bytes += size_t(tiles) * sizeof(uint32_t) *
-             kDenseMarkWords<kDenseTileRows<kDenseThreads, kDenseRows<T, kBackward>, kDenseLanes>>;
+    bytes += size_t(tiles) * sizeof(uint32_t) * kDenseMarkWords<kTileRows>;
   return true;
 }
 
