@@ -50,14 +50,14 @@ void plan_accepted(const Args& args,
     sequences = p.sequences;
     length = p.length;
     span = p.span_bound;
-    (void)detail::select_policy<sizeof(T), detail::BackwardTuning<sizeof(T)>>(span);
+    (void)detail::select_row<sizeof(T), detail::BackwardTuning<sizeof(T)>>(span);
     flat = detail::flat_layout(p, state_stride);
   } else {
     const auto p = detail::make_params(args, vector);
     sequences = p.sequences;
     length = p.length;
     span = p.span_bound;
-    (void)detail::select_policy<sizeof(T), detail::ScanTuning<sizeof(T)>>(span);
+    (void)detail::select_row<sizeof(T), detail::ScanTuning<sizeof(T)>>(span);
     flat = detail::flat_layout(p, state_stride);
   }
   EXPECT_GE(span, length);
@@ -164,6 +164,90 @@ TEST(HostPath, FlatRangesFillWholeWaves) {
             << per_block << " a block, " << blocks << " blocks";
         EXPECT_LE(per_block * length, (F.max_tiles_per_block + 4) * F.tile() + length);
       }
+  }
+}
+
+// The row rule over the one-block tables: the table's row, or the tile-walking row whose whole
+// tiles cover the span with the fewest elements among those whose blocks fill the
+// multiprocessors, where the table's row covers more than the table's margin times that; the
+// table's row wherever the margin is 0.
+template <int kBytes, class Table>
+void check_row_rule(const char* name) {
+  SCOPED_TRACE(name);
+  using ascan::detail::covered_span;
+  using ascan::detail::KernelKind;
+  const double margin = ascan::detail::RowRuleMargin<Table>::value;
+  const int sms = 132;
+  for (const int64_t sequences : {int64_t{1}, int64_t{131}, int64_t{1024}, int64_t{4096}}) {
+    for (int64_t span = 1; span <= 70000; ++span) {
+      const int table_row = ascan::detail::select_policy<kBytes, Table>(span);
+      const int row = ascan::detail::select_row<kBytes, Table>(sequences, span, sms);
+      const auto fills = [&](int i) {
+        return Table::kPolicies[i].kind == KernelKind::kChunked &&
+               double(sequences) * Table::kPolicies[i].threads >=
+                   ascan::detail::kRowRuleThreadsPerSm * sms;
+      };
+      const double table_covers = double(covered_span(Table::kPolicies[table_row], span));
+      const int64_t covers = covered_span(Table::kPolicies[row], span);
+      ASSERT_GE(covers, span) << "span " << span;
+      if (row == table_row) {
+        ASSERT_NE(Table::kPolicies[row].max_span, 0) << "span " << span;
+        if (margin > 0)
+          for (int i = 0; i < Table::kCount; ++i)
+            if (fills(i))
+              ASSERT_LE(table_covers, margin * double(covered_span(Table::kPolicies[i], span)))
+                  << sequences << " x " << span << ": row " << i << " covers it with fewer";
+      } else {
+        ASSERT_GT(margin, 0.0);
+        ASSERT_TRUE(fills(row)) << sequences << " x " << span;
+        ASSERT_GT(table_covers, margin * double(covers)) << "span " << span;
+        for (int i = 0; i < Table::kCount; ++i)
+          if (fills(i)) ASSERT_LE(covers, covered_span(Table::kPolicies[i], span)) << span;
+        // the span-only candidate is where the dispatch asks for the multiprocessor count
+        ASSERT_NE((ascan::detail::select_row<kBytes, Table>(span)), table_row);
+      }
+    }
+  }
+}
+
+TEST(HostPath, RowRule) {
+  using namespace ascan::detail;
+  check_row_rule<4, ScanTuning<4>>("f32 forward");
+  check_row_rule<2, ScanTuning<2>>("16-bit forward");
+  check_row_rule<8, ScanTuning<8>>("double forward");
+  check_row_rule<4, BackwardTuning<4>>("f32 backward");
+  check_row_rule<2, BackwardTuning<2>>("16-bit backward");
+  check_row_rule<8, BackwardTuning<8>>("double backward");
+  const auto tile = [](const ScanPolicy& P) { return P.tile(); };
+  const auto kind = [](const ScanPolicy& P) { return P.kind; };
+  // bf16 forward at 5000 (+7 of lead): five tiles of 1024, not two of 4096, from 528 sequences
+  // (128-thread blocks); fewer keep the table's row
+  EXPECT_EQ(tile(ScanTuning<2>::kPolicies[select_row<2, ScanTuning<2>>(1024, 5007, 132)]), 1024);
+  EXPECT_EQ(kind(ScanTuning<2>::kPolicies[select_row<2, ScanTuning<2>>(1024, 5007, 132)]),
+            KernelKind::kChunked);
+  EXPECT_EQ((select_row<2, ScanTuning<2>>(500, 5007, 132)),
+            (select_policy<2, ScanTuning<2>>(5007)));
+  // bf16 at 1500: the 64-thread tiles of 512 from 1056 sequences
+  EXPECT_EQ((select_row<2, ScanTuning<2>>(1024, 1507, 132)),
+            (select_policy<2, ScanTuning<2>>(1507)));
+  EXPECT_EQ(tile(ScanTuning<2>::kPolicies[select_row<2, ScanTuning<2>>(4096, 1507, 132)]), 512);
+  EXPECT_EQ(tile(BackwardTuning<2>::kPolicies[select_row<2, BackwardTuning<2>>(4096, 1507, 132)]),
+            512);
+  // f32 forward at 1500: tiles of 512 (128 threads) from 528 sequences
+  EXPECT_EQ(tile(ScanTuning<4>::kPolicies[select_row<4, ScanTuning<4>>(1024, 1503, 132)]), 512);
+  // f32 backward: 2049-2560 elements walk tiles of 512, 3000 keeps its two tiles of 2048
+  EXPECT_EQ(tile(BackwardTuning<4>::kPolicies[select_row<4, BackwardTuning<4>>(1024, 2503, 132)]),
+            512);
+  EXPECT_EQ(tile(BackwardTuning<4>::kPolicies[select_row<4, BackwardTuning<4>>(1024, 3003, 132)]),
+            2048);
+  // the lengths the tables were measured on keep their rows
+  for (const int64_t span : {128, 1024, 2048, 4096, 8192, 65536}) {
+    EXPECT_EQ((select_row<2, ScanTuning<2>>(span)), (select_policy<2, ScanTuning<2>>(span)));
+    EXPECT_EQ((select_row<4, ScanTuning<4>>(span)), (select_policy<4, ScanTuning<4>>(span)));
+    EXPECT_EQ((select_row<2, BackwardTuning<2>>(span)),
+              (select_policy<2, BackwardTuning<2>>(span)));
+    EXPECT_EQ((select_row<4, BackwardTuning<4>>(span)),
+              (select_policy<4, BackwardTuning<4>>(span)));
   }
 }
 

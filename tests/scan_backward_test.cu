@@ -449,8 +449,10 @@ void run_cases(const std::vector<Case>& cases) {
 // ---------------------------------------------------------------------------------------------
 // Case lists
 
-constexpr int64_t kLengths[] = {1,    2,    31,   32,    33,    127,   128,
-                                1000, 2047, 4096, 65535, 65536, 65537, 1000003};
+/// 1500, 2500 and 5000: lengths between the table's rows, where the row rule (select_row) walks
+/// smaller tiles.
+constexpr int64_t kLengths[] = {1,    2,    31,   32,   33,    127,   128,   1000,   1500,
+                                2047, 2500, 4096, 5000, 65535, 65536, 65537, 1000003};
 /// The forward suite's small lengths and the edges of every row of BackwardTuning for 2-, 4- and
 /// 8-byte types (tiles of 8, 16, 32, 64, 128, 256 vectors of 8, 4 or 2 elements).
 constexpr int64_t kSmallLengths[] = {1,   2,   15,   16,   17,   31,   32,   33,   63,
@@ -821,6 +823,21 @@ TYPED_TEST(ScanBackwardTest, SmallWorkspaceReuse) {
 
 // ---------------------------------------------------------------------------------------------
 // Full sizes
+
+// The rows the row rule (select_row) gives lengths between the table's: 1200 sequences (enough
+// for the 64-thread rows on up to 150 multiprocessors, 132 on the H200) of lengths whose table
+// rows leave many lanes idle, forward and reverse, through the combinations of h0, gT and dh0.
+TYPED_TEST(ScanBackwardTest, RowRuleRows) {
+  std::vector<Case> cases;
+  int combo = 0;
+  for (int64_t t : {1100, 1500, 2500, 3500, 5000, 6500}) {
+    Case c = with_states(shape_case(t, 4, 300), combo);
+    c.reverse = combo % 2 == 1;
+    combo += 3;
+    cases.push_back(c);
+  }
+  run_cases<TypeParam>(cases);
+}
 
 TYPED_TEST(ScanBackwardTest, LengthsForward) { run_cases<TypeParam>(length_cases(false)); }
 

@@ -316,8 +316,9 @@ void run_cases(const std::vector<Case>& cases) {
 // ---------------------------------------------------------------------------------------------
 // Case lists
 
-constexpr int64_t kLengths[] = {1,    2,    31,   32,    33,    127,   128,
-                                1000, 2047, 4096, 65535, 65536, 65537, 1000003};
+/// 5000: a length between the tables' rows, where the row rule (select_row) walks smaller tiles.
+constexpr int64_t kLengths[] = {1,    2,    31,   32,    33,    127,   128,    1000,
+                                2047, 4096, 5000, 65535, 65536, 65537, 1000003};
 constexpr int64_t kSmallLengths[] = {1, 2, 31, 32, 33, 127, 128, 1000, 2047, 4096};
 
 /// Every length, each with one sequence, six, and as many as the element budget allows.
@@ -570,6 +571,23 @@ TYPED_TEST(ScanTest, SmallEmpty) {
 
 // ---------------------------------------------------------------------------------------------
 // Full sizes
+
+// The rows the row rule (select_row) gives lengths between the table's: 1200 sequences (enough
+// for the 64-thread rows on up to 150 multiprocessors, 132 on the H200) of lengths whose table
+// rows leave many lanes idle, forward and reverse, with and without states.
+TYPED_TEST(ScanTest, RowRuleRows) {
+  std::vector<Case> cases;
+  int k = 0;
+  for (int64_t t : {1100, 1500, 2500, 3500, 5000, 6500}) {
+    Case c = shape_case(t, 4, 300);
+    c.reverse = k % 2 == 1;
+    c.initial_state = k % 3 != 0;
+    c.final_state = k % 3 != 1;
+    ++k;
+    cases.push_back(c);
+  }
+  run_cases<TypeParam>(cases);
+}
 
 TYPED_TEST(ScanTest, LengthsForward) { run_cases<TypeParam>(length_cases(false)); }
 

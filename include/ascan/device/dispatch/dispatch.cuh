@@ -464,6 +464,15 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
   }
   const bool flat =
       path == Path::kFlat || (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy));
+  // The one-block row (select_row); the multiprocessor count asked only where the rule's
+  // candidate differs from the table's row.
+  int row = select_policy<sizeof(T), Table>(p.span_bound);
+  if (!plan.multi_block && !flat && select_row<sizeof(T), Table>(p.span_bound) != row) {
+    if (sms == 0) {
+      if (Status st = current_multiprocessors(sms); !st.ok()) return st;
+    }
+    row = select_row<sizeof(T), Table>(p.sequences, p.span_bound, sms);
+  }
   return with_scratch(scratch, plan.bytes, stream, [&](void* workspace) {
     if (plan.multi_block)
       return launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan, stream);
@@ -472,7 +481,6 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
       q.state_channel_stride = state_stride;
       return launch_flat<FlatProblem, T, Flat>(reverse, vector, q, sms, stream);
     }
-    const int row = select_policy<sizeof(T), Table>(p.span_bound);
     return launch_scan_row<Problem, T, Table>(row, reverse, vector, p, stream);
   });
 }

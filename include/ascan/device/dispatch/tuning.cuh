@@ -3,7 +3,9 @@
 // Which kernel scans a sequence, and in what tile shape, is chosen from the element size and the
 // sequence's span (its length, plus the few elements of misalignment in front of its first
 // element when it is read in 16-byte vectors). Each entry covers spans up to `max_span`; the first
-// entry that covers the span wins, and the last entry covers everything.
+// entry that covers the span wins, and the last entry covers everything. One host rule
+// (select_row, at the end) may give the span to a tile-walking row whose tiles it fills better;
+// rows of max_span 0 are there for that rule only.
 //
 // Three kernels (see scan_kernels.cuh):
 //   kWarp     several sequences per block, one group of `lanes` lanes per sequence, shuffles only;
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ascan {
 namespace detail {
@@ -80,6 +83,7 @@ struct ScanTuning;
 template <>
 struct ScanTuning<4> {
   static constexpr ScanPolicy kPolicies[] = {
+      {0, KernelKind::kChunked, 128, 128, 4, 8},          // tiles of 512: select_row's only
       {32, KernelKind::kWarp, 128, 8, 4},                 // one tile of 32
       {64, KernelKind::kWarp, 128, 16, 4},                // one tile of 64
       {128, KernelKind::kWarp, 128, 32, 4, 16},           // one tile of 128     sweep 0.98
@@ -91,12 +95,18 @@ struct ScanTuning<4> {
       {INT64_MAX, KernelKind::kChunked, 256, 256, 4, 4},  // tiles of 1024     sweep 0.97-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+  /// select_row's margin: the first row's tiles of 512 take 1025-1536 elements from one tile of
+  /// 2048 (0.70-0.86 -> 0.81-0.95 of the copy at 1100 and 1500 elements, 1024-16384 sequences);
+  /// under 5/4 (2500, 3500 elements) they measured level or slower, and the table keeps its rows
+  /// (bench/results/row_rule_probe_*.txt).
+  static constexpr double kRowRuleMargin = 5.0 / 4;
 };
 
 /// 2-byte elements (half, bfloat16): a vector is 8 elements.
 template <>
 struct ScanTuning<2> {
   static constexpr ScanPolicy kPolicies[] = {
+      {0, KernelKind::kChunked, 64, 64, 8, 16},            // tiles of 512: select_row's only
       {32, KernelKind::kWarp, 128, 4, 8},                  // one tile of 32
       {64, KernelKind::kWarp, 128, 8, 8},                  // one tile of 64
       {128, KernelKind::kWarp, 128, 8, 16},                // one tile of 128     sweep 0.87-0.94
@@ -109,6 +119,12 @@ struct ScanTuning<2> {
       {INT64_MAX, KernelKind::kChunked, 256, 256, 16, 3},  // tiles of 4096    sweep 0.965-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+  /// select_row's margin: the 4096-element tiles of the last two rows yield to tiles of 1024
+  /// (bf16 at 5000, 6500 and 9000 elements, 1024-16384 sequences: 0.63-0.78 -> 0.78-0.95 of the
+  /// copy), and tiles of 1024 or one tile of 2048 to the first row's tiles of 512 (1100-3500
+  /// elements, 4096 and 16384 sequences: 0.50-0.82 -> 0.62-0.91; with 1024 sequences that row's
+  /// 64-thread blocks are too few, and slower); bench/results/row_rule_probe_*.txt.
+  static constexpr double kRowRuleMargin = 9.0 / 8;
 };
 
 /// 8-byte elements (double): a vector is 2 elements; the float rows by bytes (not swept).
@@ -172,17 +188,24 @@ struct BackwardTuning<4> {
       One::kRows[2],
       One::kRows[3],
       One::kRows[4],
-      {1024, KernelKind::kChunked, 128, 128, 4, 8},       // 2 tiles of 512: sweep 0.94-0.97
+      {1536, KernelKind::kChunked, 128, 128, 4, 8},       // 2-3 tiles of 512: sweep 0.94-0.97
       {8192, KernelKind::kChunked, 256, 256, 8, 3},       // sweep 0.97-0.99
       {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 4},  // sweep 0.91-0.95
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+  /// The 512-element tiles up to 1536 elements, not one tile of 2048: at 1100 and 1500 elements
+  /// (1024-16384 sequences) 0.68-0.87 -> 0.84-0.97 of the copy. select_row's margin, 4/3: tiles
+  /// of 2048 walked twice over 3000-3500 elements (a third idle) measured 4-7% faster than
+  /// tiles of 512 or 1024 filled, and slower only below (2049-2560 elements: 3-5%); both
+  /// bench/results/row_rule_probe_*.txt.
+  static constexpr double kRowRuleMargin = 4.0 / 3;
 };
 
 template <>
 struct BackwardTuning<2> {
   using One = BackwardOneTileRows<8>;
   static constexpr ScanPolicy kPolicies[] = {
+      {0, KernelKind::kChunked, 64, 64, 8, 16},  // tiles of 512: select_row's only
       One::kRows[0],
       One::kRows[1],
       One::kRows[2],
@@ -192,6 +215,10 @@ struct BackwardTuning<2> {
       {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 8},  // sweep 0.88-0.94
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+  /// select_row's margin: one tile of 2048 or tiles of 1024 yield to the first row's tiles of 512
+  /// (1100-3500 elements, 4096 and 16384 sequences: 0.46-0.80 -> 0.62-0.86 of the copy; with 1024
+  /// sequences slower, as forward); bench/results/row_rule_probe_*.txt.
+  static constexpr double kRowRuleMargin = 9.0 / 8;
 };
 
 /// Where a block of the multi-block path keeps its tile's loaded elements during the look-back.
@@ -390,12 +417,74 @@ struct FlatTuning {
   static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, 6};
 };
 
-/// Index of the row of `Table` that scans sequences of `span` elements.
+/// Index of the row of `Table` whose max_span covers sequences of `span` elements.
 template <int kBytes, class Table = ScanTuning<kBytes>>
 constexpr int select_policy(int64_t span) {
   for (int i = 0; i < Table::kCount - 1; ++i)
     if (span <= Table::kPolicies[i].max_span) return i;
   return Table::kCount - 1;
+}
+
+/// The elements row `P`'s tiles cover for a sequence of `span`: the tile of a one-tile row, the
+/// whole tiles a tile-walking row (kChunked) takes. Lanes past the span hold nothing and load
+/// nothing, but a block spends a tile's instructions and its latency on them.
+constexpr int64_t covered_span(const ScanPolicy& P, int64_t span) {
+  return P.kind == KernelKind::kChunked ? (span + P.tile() - 1) / P.tile() * P.tile() : P.tile();
+}
+
+/// A table's margin for select_row (Table::kRowRuleMargin; 0, the rule off, where it has none).
+template <class Table, class = void>
+struct RowRuleMargin {
+  static constexpr double value = 0;
+};
+template <class Table>
+struct RowRuleMargin<Table, std::void_t<decltype(Table::kRowRuleMargin)>> {
+  static constexpr double value = Table::kRowRuleMargin;
+};
+
+/// A tile-walking row takes a call from the table's row only where its blocks keep at least
+/// this many threads per multiprocessor (sequences x threads >= this x multiprocessors): 1024
+/// sequences in 64-thread blocks (about 500 threads per multiprocessor on the H200) measured
+/// slower in the smaller tiles, 1024 in 128-thread blocks and 4096 in 64-thread ones faster.
+constexpr double kRowRuleThreadsPerSm = 512;
+
+/// The one documented host rule over the one-block tables: the row that scans `sequences`
+/// sequences of `span` elements on `sms` multiprocessors. The tables' rows were measured on
+/// lengths that fill their tiles (powers of two and just under); between those a row's tiles can
+/// leave up to half of the lanes idle (bf16 forward at 5000 elements: two tiles of 4096, 61%
+/// filled, 0.63-0.67 of the copy). So where a tile-walking row (kChunked) whose blocks fill the
+/// multiprocessors (kRowRuleThreadsPerSm) covers the span with fewer elements than the table's
+/// row by more than the table's margin (Table::kRowRuleMargin; none, the rule off), the
+/// tile-walking row that covers the fewest (the larger tile on a tie) takes it. Rows of max_span
+/// 0 are the rule's only. Measured with 1024-16384 sequences of 1100-9000 elements
+/// (bench/results/row_rule_probe_*.txt); the multi-block and flat paths are chosen before this.
+template <int kBytes, class Table = ScanTuning<kBytes>>
+constexpr int select_row(int64_t sequences, int64_t span, int sms) {
+  const int table_row = select_policy<kBytes, Table>(span);
+  const double margin = RowRuleMargin<Table>::value;
+  if (margin <= 0) return table_row;
+  int best = -1;
+  int64_t fewest = 0;
+  for (int i = 0; i < Table::kCount; ++i) {
+    const ScanPolicy& P = Table::kPolicies[i];
+    if (P.kind != KernelKind::kChunked ||
+        double(sequences) * P.threads < kRowRuleThreadsPerSm * double(sms))
+      continue;
+    const int64_t c = covered_span(P, span);
+    if (best < 0 || c < fewest || (c == fewest && P.tile() > Table::kPolicies[best].tile())) {
+      best = i;
+      fewest = c;
+    }
+  }
+  const double table_covers = double(covered_span(Table::kPolicies[table_row], span));
+  return best >= 0 && table_covers > margin * double(fewest) ? best : table_row;
+}
+
+/// select_row where the sequences fill any device: the rows a span may take. The dispatch asks
+/// for the multiprocessor count only where this differs from the table's row.
+template <int kBytes, class Table = ScanTuning<kBytes>>
+constexpr int select_row(int64_t span) {
+  return select_row<kBytes, Table>(INT64_MAX, span, 0);
 }
 
 }  // namespace detail
