@@ -180,13 +180,18 @@ void check_row_rule(const char* name) {
   const int sms = 132;
   for (const int64_t sequences : {int64_t{1}, int64_t{131}, int64_t{1024}, int64_t{4096}}) {
     for (int64_t span = 1; span <= 70000; ++span) {
-      const int table_row = ascan::detail::select_policy<kBytes, Table>(span);
-      const int row = ascan::detail::select_row<kBytes, Table>(sequences, span, sms);
-      const auto fills = [&](int i) {
-        return Table::kPolicies[i].kind == KernelKind::kChunked &&
-               double(sequences) * Table::kPolicies[i].threads >=
-                   ascan::detail::kRowRuleThreadsPerSm * sms;
+      const auto filled = [&](int i) {
+        return double(sequences) * Table::kPolicies[i].threads >=
+               ascan::detail::kRowRuleThreadsPerSm * sms;
       };
+      const auto fills = [&](int i) {
+        return Table::kPolicies[i].kind == KernelKind::kChunked && filled(i);
+      };
+      // the table's row, or the first row before it whose filled_max_span covers the span
+      int table_row = ascan::detail::select_policy<kBytes, Table>(span);
+      for (int i = table_row - 1; i >= 0; --i)
+        if (Table::kPolicies[i].filled_max_span >= span && filled(i)) table_row = i;
+      const int row = ascan::detail::select_row<kBytes, Table>(sequences, span, sms);
       const double table_covers = double(covered_span(Table::kPolicies[table_row], span));
       const int64_t covers = covered_span(Table::kPolicies[row], span);
       ASSERT_GE(covers, span) << "span " << span;
@@ -203,8 +208,11 @@ void check_row_rule(const char* name) {
         ASSERT_GT(table_covers, margin * double(covers)) << "span " << span;
         for (int i = 0; i < Table::kCount; ++i)
           if (fills(i)) ASSERT_LE(covers, covered_span(Table::kPolicies[i], span)) << span;
-        // the span-only candidate is where the dispatch asks for the multiprocessor count
-        ASSERT_NE((ascan::detail::select_row<kBytes, Table>(span)), table_row);
+      }
+      // the span-only candidate is where the dispatch asks for the multiprocessor count
+      if (row != ascan::detail::select_policy<kBytes, Table>(span)) {
+        ASSERT_NE((ascan::detail::select_row<kBytes, Table>(span)),
+                  (ascan::detail::select_policy<kBytes, Table>(span)));
       }
     }
   }
@@ -235,6 +243,11 @@ TEST(HostPath, RowRule) {
             512);
   // f32 forward at 1500: tiles of 512 (128 threads) from 528 sequences
   EXPECT_EQ(tile(ScanTuning<4>::kPolicies[select_row<4, ScanTuning<4>>(1024, 1503, 132)]), 512);
+  // f32 backward at 1500: tiles of 512 from 528 sequences (128 threads), one tile of 2048 below
+  EXPECT_EQ(tile(BackwardTuning<4>::kPolicies[select_row<4, BackwardTuning<4>>(1024, 1500, 132)]),
+            512);
+  EXPECT_EQ(tile(BackwardTuning<4>::kPolicies[select_row<4, BackwardTuning<4>>(64, 1500, 132)]),
+            2048);
   // f32 backward: 2049-2560 elements walk tiles of 512, 3000 keeps its two tiles of 2048
   EXPECT_EQ(tile(BackwardTuning<4>::kPolicies[select_row<4, BackwardTuning<4>>(1024, 2503, 132)]),
             512);

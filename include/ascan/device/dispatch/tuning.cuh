@@ -63,6 +63,9 @@ struct ScanPolicy {
   /// Blocks per multiprocessor the kernel's registers must allow (__launch_bounds__): 2048 /
   /// threads asks for full occupancy (at most 32 registers), 1 leaves the compiler free.
   int min_blocks = 1;
+  /// Where a call's sequences fill the multiprocessors in this row's blocks (select_row,
+  /// kRowRuleThreadsPerSm), the row covers spans up to this instead of max_span (0: max_span).
+  int64_t filled_max_span = 0;
   constexpr int tile() const { return lanes * items; }
 };
 
@@ -188,16 +191,18 @@ struct BackwardTuning<4> {
       One::kRows[2],
       One::kRows[3],
       One::kRows[4],
-      {1536, KernelKind::kChunked, 128, 128, 4, 8},       // 2-3 tiles of 512: sweep 0.94-0.97
-      {8192, KernelKind::kChunked, 256, 256, 8, 3},       // sweep 0.97-0.99
-      {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 4},  // sweep 0.91-0.95
+      {1024, KernelKind::kChunked, 128, 128, 4, 8, 1536},  // 2 tiles of 512: sweep 0.94-0.97
+      {8192, KernelKind::kChunked, 256, 256, 8, 3},        // sweep 0.97-0.99
+      {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 4},   // sweep 0.91-0.95
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
-  /// The 512-element tiles up to 1536 elements, not one tile of 2048: at 1100 and 1500 elements
-  /// (1024-16384 sequences) 0.68-0.87 -> 0.84-0.97 of the copy. select_row's margin, 4/3: tiles
-  /// of 2048 walked twice over 3000-3500 elements (a third idle) measured 4-7% faster than
-  /// tiles of 512 or 1024 filled, and slower only below (2049-2560 elements: 3-5%); both
-  /// bench/results/row_rule_probe_*.txt.
+  /// The 512-element tiles up to 1536 elements where the sequences fill the GPU, not one tile of
+  /// 2048: at 1100 and 1500 elements (1024-16384 sequences) 0.68-0.87 -> 0.84-0.97 of the copy;
+  /// with 1-256 sequences of 1500 the three tiles' chain measured 0.5-1.2 us slower (0.82-0.70
+  /// at one sequence; the sweep's runs of fe80661), so there the one tile of 2048 stays.
+  /// select_row's margin, 4/3: tiles of 2048 walked twice over 3000-3500 elements (a third idle)
+  /// measured 4-7% faster than tiles of 512 or 1024 filled, and slower only below (2049-2560
+  /// elements: 3-5%); bench/results/row_rule_probe_*.txt.
   static constexpr double kRowRuleMargin = 4.0 / 3;
 };
 
@@ -456,20 +461,27 @@ constexpr double kRowRuleThreadsPerSm = 512;
 /// multiprocessors (kRowRuleThreadsPerSm) covers the span with fewer elements than the table's
 /// row by more than the table's margin (Table::kRowRuleMargin; none, the rule off), the
 /// tile-walking row that covers the fewest (the larger tile on a tie) takes it. Rows of max_span
-/// 0 are the rule's only. Measured with 1024-16384 sequences of 1100-9000 elements
-/// (bench/results/row_rule_probe_*.txt); the multi-block and flat paths are chosen before this.
+/// 0 are the rule's only; a row's filled_max_span extends its spans where the call fills it.
+/// Measured with 1024-16384 sequences of 1100-9000 elements (bench/results/row_rule_probe_*.txt);
+/// the multi-block and flat paths are chosen before this.
 template <int kBytes, class Table = ScanTuning<kBytes>>
 constexpr int select_row(int64_t sequences, int64_t span, int sms) {
-  const int table_row = select_policy<kBytes, Table>(span);
+  const auto fills = [&](const ScanPolicy& P) {
+    return double(sequences) * P.threads >= kRowRuleThreadsPerSm * double(sms);
+  };
+  int table_row = select_policy<kBytes, Table>(span);
+  for (int i = 0; i < table_row; ++i)  // rows that cover more where the call fills them
+    if (Table::kPolicies[i].filled_max_span >= span && fills(Table::kPolicies[i])) {
+      table_row = i;
+      break;
+    }
   const double margin = RowRuleMargin<Table>::value;
   if (margin <= 0) return table_row;
   int best = -1;
   int64_t fewest = 0;
   for (int i = 0; i < Table::kCount; ++i) {
     const ScanPolicy& P = Table::kPolicies[i];
-    if (P.kind != KernelKind::kChunked ||
-        double(sequences) * P.threads < kRowRuleThreadsPerSm * double(sms))
-      continue;
+    if (P.kind != KernelKind::kChunked || !fills(P)) continue;
     const int64_t c = covered_span(P, span);
     if (best < 0 || c < fewest || (c == fewest && P.tile() > Table::kPolicies[best].tile())) {
       best = i;
