@@ -473,7 +473,7 @@ def regenerate(text):
 # The plots: (file name, kind, raw files, commit measured, command), each stamped with the GPU
 # and date of its first raw file and with the commit and command given here.
 PLOTS = [
-    ("grid.png", "grid", [f"bench/results/grid_024c8db_run{k}.json" for k in (1, 2, 3)], "024c8db",
+    ("grid.png", "grid", [f"bench/results/grid_2da5d59_run{k}.json" for k in (1, 2, 3)], "2da5d59",
      "ascan_bench --benchmark_filter='^(copy|scan|cub)/' (three runs; each point the lowest)"),
     ("row_path_channel_last.png", "rows:layout/",
      [f"bench/results/layout_a209248_run{k}.json" for k in (1, 2, 3)], "a209248",
