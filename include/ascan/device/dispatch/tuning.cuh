@@ -99,7 +99,7 @@ struct ScanTuning<4> {
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
   /// select_row's margin: the first row's tiles of 512 take 1025-1536 elements from one tile of
-  /// 2048 (0.70-0.86 -> 0.81-0.95 of the copy at 1100 and 1500 elements, 1024-16384 sequences);
+  /// 2048 (0.70-0.86 -> 0.78-0.95 of the copy at 1100 and 1500 elements, 1024-16384 sequences);
   /// under 5/4 (2500, 3500 elements) they measured level or slower, and the table keeps its rows
   /// (bench/results/row_rule_probe_*.txt).
   static constexpr double kRowRuleMargin = 5.0 / 4;
@@ -198,7 +198,7 @@ struct BackwardTuning<4> {
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
   /// The 512-element tiles up to 1536 elements where the sequences fill the GPU, not one tile of
   /// 2048: at 1100 and 1500 elements (1024-16384 sequences) 0.68-0.87 -> 0.84-0.97 of the copy;
-  /// with 1-256 sequences of 1500 the three tiles' chain measured 0.5-1.2 us slower (0.82-0.70
+  /// with 1-256 sequences of 1500 the three tiles' chain measured 1.0-1.3 us slower (0.82 -> 0.70
   /// at one sequence; the sweep's runs of fe80661), so there the one tile of 2048 stays.
   /// select_row's margin, 4/3: tiles of 2048 walked twice over 3000-3500 elements (a third idle)
   /// measured 4-7% faster than tiles of 512 or 1024 filled, and slower only below (2049-2560
