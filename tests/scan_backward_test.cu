@@ -824,14 +824,14 @@ TYPED_TEST(ScanBackwardTest, SmallWorkspaceReuse) {
 // ---------------------------------------------------------------------------------------------
 // Full sizes
 
-// The rows the row rule (select_row) gives lengths between the table's: 1200 sequences (enough
-// for the 64-thread rows on up to 150 multiprocessors, 132 on the H200) of lengths whose table
+// The rows the row rule (select_row) gives lengths between the table's: 2000 sequences (enough
+// for the 64-thread rows on up to 166 multiprocessors, 132 on the H200) of lengths whose table
 // rows leave many lanes idle, forward and reverse, through the combinations of h0, gT and dh0.
 TYPED_TEST(ScanBackwardTest, RowRuleRows) {
   std::vector<Case> cases;
   int combo = 0;
   for (int64_t t : {1100, 1500, 2500, 3500, 5000, 6500}) {
-    Case c = with_states(shape_case(t, 4, 300), combo);
+    Case c = with_states(shape_case(t, 4, 500), combo);
     c.reverse = combo % 2 == 1;
     combo += 3;
     cases.push_back(c);

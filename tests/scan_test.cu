@@ -572,14 +572,14 @@ TYPED_TEST(ScanTest, SmallEmpty) {
 // ---------------------------------------------------------------------------------------------
 // Full sizes
 
-// The rows the row rule (select_row) gives lengths between the table's: 1200 sequences (enough
-// for the 64-thread rows on up to 150 multiprocessors, 132 on the H200) of lengths whose table
+// The rows the row rule (select_row) gives lengths between the table's: 2000 sequences (enough
+// for the 64-thread rows on up to 166 multiprocessors, 132 on the H200) of lengths whose table
 // rows leave many lanes idle, forward and reverse, with and without states.
 TYPED_TEST(ScanTest, RowRuleRows) {
   std::vector<Case> cases;
   int k = 0;
   for (int64_t t : {1100, 1500, 2500, 3500, 5000, 6500}) {
-    Case c = shape_case(t, 4, 300);
+    Case c = shape_case(t, 4, 500);
     c.reverse = k % 2 == 1;
     c.initial_state = k % 3 != 0;
     c.final_state = k % 3 != 1;

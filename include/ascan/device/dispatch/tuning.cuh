@@ -448,10 +448,14 @@ struct RowRuleMargin<Table, std::void_t<decltype(Table::kRowRuleMargin)>> {
 };
 
 /// A tile-walking row takes a call from the table's row only where its blocks keep at least
-/// this many threads per multiprocessor (sequences x threads >= this x multiprocessors): 1024
-/// sequences in 64-thread blocks (about 500 threads per multiprocessor on the H200) measured
-/// slower in the smaller tiles, 1024 in 128-thread blocks and 4096 in 64-thread ones faster.
-constexpr double kRowRuleThreadsPerSm = 512;
+/// this many threads per multiprocessor (sequences x threads >= this x multiprocessors). On the
+/// H200 (132 multiprocessors) the 64-thread rows lost to the table's rows in 18 of 21 cells with
+/// 512-1056 sequences (bf16 backward at 2500 with 1056: 0.97 -> 0.85) and won in all 22 with
+/// 2048-16384; the 128-thread rows, where the margins give them the span, lost 2 of 4 cells with
+/// 512 sequences (f32 forward at 1500: 0.87 -> 0.80), 1 of 4 with 768 (by 1%) and none from 1024
+/// (bench/results/row_rule_probe_*.txt, threshold_probe_*.txt). 768 takes the 64-thread rows from
+/// 1584 sequences, the 128-thread rows from 792.
+constexpr double kRowRuleThreadsPerSm = 768;
 
 /// The one documented host rule over the one-block tables: the row that scans `sequences`
 /// sequences of `span` elements on `sms` multiprocessors. The tables' rows were measured on
