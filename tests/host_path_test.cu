@@ -269,6 +269,50 @@ TEST(HostPath, RowRule) {
 }
 
 // The rule that takes the flat kernel: short sequences, many per multiprocessor.
+/// The dense row kernel's tall tiles (row_dispatch.cuh's dense_tall) on the shapes whose
+/// measurements set the rule, with 132 multiprocessors (the H200's), and the workspace a dense
+/// call asks: enough for either tile height.
+TEST(HostPath, DenseTallTiles) {
+  using namespace ascan::detail;
+  using bf16 = __nv_bfloat16;
+  const int sms = 132;
+  // backward: from 2048 positions, whatever the chains; packed in 16-bit types only
+  EXPECT_TRUE((dense_tall<float, true>(8, 65536, 1536, false, sms)));
+  EXPECT_TRUE((dense_tall<float, true>(16, 2048, 2048, false, sms)));
+  EXPECT_TRUE((dense_tall<float, true>(1, 1 << 20, 256, false, 0)));
+  EXPECT_FALSE((dense_tall<float, true>(8, 1024, 1536, false, sms)));
+  EXPECT_FALSE((dense_tall<float, true>(64, 300, 768, false, sms)));
+  EXPECT_FALSE((dense_tall<float, true>(1, 1 << 22, 512, true, sms)));
+  EXPECT_TRUE((dense_tall<bf16, true>(1, 1 << 22, 1024, true, sms)));
+  EXPECT_FALSE((dense_tall<bf16, true>(32, 512, 1024, false, sms)));
+  // forward: from 4096 positions, with at most 1.5 (f32) or 0.375 (16-bit) chains per SM
+  EXPECT_TRUE((dense_tall<float, false>(1, 1 << 18, 256, false, sms)));       // 8 chains
+  EXPECT_TRUE((dense_tall<float, false>(1, 1 << 16, 6144, false, sms)));      // 192
+  EXPECT_FALSE((dense_tall<float, false>(1, 1 << 16, 8192, false, sms)));     // 256
+  EXPECT_FALSE((dense_tall<float, false>(8, 65536, 1536, false, sms)));       // 384
+  EXPECT_TRUE((dense_tall<float, false>(1, 4096, 4096, false, sms)));         // 128
+  EXPECT_FALSE((dense_tall<float, false>(1, 4095, 4096, false, sms)));
+  EXPECT_FALSE((dense_tall<float, false>(1, 2048, 2048, false, sms)));
+  EXPECT_TRUE((dense_tall<bf16, false>(1, 1 << 17, 3072, false, sms)));       // 48 chains
+  EXPECT_FALSE((dense_tall<bf16, false>(1, 1 << 17, 4096, false, sms)));      // 64
+  EXPECT_FALSE((dense_tall<bf16, false>(8, 65536, 1536, false, sms)));        // 192
+  EXPECT_FALSE((dense_tall<float, false>(1, 1 << 22, 256, true, sms)));       // packed
+  EXPECT_FALSE((dense_tall<float, false>(1, 1 << 18, 256, false, 0)));        // no device
+  // the workspace covers both tile heights, packed start words included
+  for (const bool packed : {false, true})
+    for (const int64_t length : {int64_t{1}, int64_t{160}, int64_t{161}, int64_t{5000}}) {
+      size_t bytes = 0, a = 0, b = 0;
+      ASSERT_TRUE((dense_scratch_bytes<bf16, true>(packed ? 1 : 3, length, 72, packed, bytes)));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseRows<bf16, true>>(
+          packed ? 1 : 3, length, 72, packed, a)));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseTallRows<true>>(packed ? 1 : 3, length,
+                                                                            72, packed, b)));
+      EXPECT_EQ(bytes, a > b ? a : b) << length;
+      EXPECT_GT(a, 0u);
+      EXPECT_GT(b, 0u);
+    }
+}
+
 TEST(HostPath, FlatRule) {
   const ascan::detail::FlatPolicy F = ascan::detail::FlatTuning<4, false>::kPolicy;
   EXPECT_TRUE(ascan::detail::flat_pays(65536, 1, 132, F));

@@ -1490,6 +1490,37 @@ std::vector<Case> row_mode_cases(bool backward) {
   return cases;
 }
 
+/// Calls the dense row kernel takes in its tall tiles (row_dispatch.cuh's dense_tall: backward
+/// from 2048 positions, forward from 4096 with few chains, packed backward in 16-bit types):
+/// lengths at and around the tall tiles' multiples (256 rows backward, 384 forward) and the
+/// short ones', a slab left part empty (40 channels), both directions, every state, through the
+/// dispatch's own choice and with the look-back forced; packed batches with a long sequence.
+std::vector<Case> tall_tile_cases(bool backward) {
+  std::vector<Case> cases;
+  const std::vector<int64_t> lengths =
+      backward ? std::vector<int64_t>{2048, 2049, 2303, 2560, 70001}
+               : std::vector<int64_t>{4096, 4224, 4225, 4607, 70001};
+  int i = 0;
+  for (int64_t t : lengths)
+    for (auto [b, ch] : {std::pair<int64_t, int64_t>{2, 40}, {1, 256}}) {
+      if (t > 5000 && ch > 40) continue;
+      Case c = with_states(channel_last_case(backward, b, t, ch), i % (backward ? 8 : 4));
+      c.reverse = i % 2 == 1;
+      c.gates = kAllGates[i % 5];
+      c.via = i % 3 == 2 ? Via::kRowLookBack : Via::kWorkspace;
+      ++i;
+      cases.push_back(c);
+    }
+  cases.push_back(packed_case(backward, 16, {3, 5000, 0, 700, 1, 2305}, true, false));
+  Case r = packed_case(backward, 64, {2, 3000, 257, 1}, true, true);
+  r.reverse = true;
+  cases.push_back(r);
+  return cases;
+}
+
+TYPED_TEST(LayoutTest, TallTiles) { run_cases<TypeParam>(tall_tile_cases(false)); }
+TYPED_TEST(LayoutTest, BackwardTallTiles) { run_cases<TypeParam>(tall_tile_cases(true)); }
+
 TYPED_TEST(LayoutTest, RowModes) { run_cases<TypeParam>(row_mode_cases(false)); }
 TYPED_TEST(LayoutTest, BackwardRowModes) { run_cases<TypeParam>(row_mode_cases(true)); }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "../status.cuh"
 #include "dense_rows.cuh"
@@ -27,24 +28,85 @@ namespace detail {
 /// copy faster on five of ten shapes (few chains most) and up to 0.03 slower on four; in the
 /// benchmark bf16 (1, 2^20, 256) 0.49 -> 0.66 (with 6 look-back rounds) but (4, 4096, 4096) 0.78
 /// -> 0.74; f32 slower on seven of ten shapes (up to 0.07), so f32 keeps 4 (bench/RESULTS.md,
-/// "Few chains").
+/// "Few chains"). Long calls take the tall tiles below (dense_tall).
 constexpr int kDenseThreads = 256, kDenseLanes = 8;
 template <class T, bool kBackward>
 constexpr int kDenseRows = kBackward ? (sizeof(T) == 2 ? 5 : 4) : 8;
 
-/// Look-back records of a dense call: every (sequence, slab, tile of the sequence); for a packed
-/// call (one batch) and kDensePremark, each tile's start bits after them.
+/// The tall tiles: 12 rows a thread forward (384-row tiles), 8 backward (256), 96 KiB of staged
+/// rows a block, two blocks per multiprocessor where the short ones fit three. A chain (a
+/// sequence's slab of channels) of many tiles waits on its look-back's front, which moves a few
+/// tiles per L2 round trip whatever their height, so fewer, taller tiles move it further; where a
+/// call is short, or its chains many, the short tiles' third block per multiprocessor wins. On the
+/// H200 (bench/RESULTS.md, "Tall tiles"; bench/results/dense_rows_tall_cadcbc2.txt,
+/// dense_rows_walk_cadcbc2.txt), of a same-traffic copy:
+///  - backward, 8 rows against the short tile: f32 (8, 65536, 1536) 0.81 -> 0.89, (16, 2048,
+///    2048) 0.83 -> 0.89, (4, 4096, 4096) 0.84 -> 0.89, (2, 2^18, 1024) 0.86 -> 0.93; bf16 0.03-
+///    0.10 faster on every shape of 2048 positions or more, and on the packed batches (log-uniform
+///    0.65 -> 0.77, skewed 0.57 -> 0.66); slower at 128-1024 positions (f32 (8, 128, 1536) 0.70 ->
+///    0.63, (64, 300, 768) 0.71 -> 0.63) and on f32's skewed packed batch (0.71 -> 0.67);
+///  - forward, 12 rows against 8 at 2^15-2^18 positions: f32 0.01-0.04 faster with 8-192 chains,
+///    within 0.01 either way with 256-512; bf16 0.02-0.06 faster with 4-48 chains, within 0.005
+///    with 64-96, 0.02-0.04 slower with 128-256; at 1024-3000 positions slower (up to 0.06), and
+///    on the packed batches (f32 0.82 -> 0.76; packed calls keep 8).
+/// Rows of 16 (one block per multiprocessor) forward, or 9 and 10 backward, were slower.
+template <bool kBackward>
+constexpr int kDenseTallRows = kBackward ? 8 : 12;
+/// Positions from which a dense call takes the tall tiles.
+template <bool kBackward>
+constexpr int64_t kDenseTallLength = kBackward ? 2048 : 4096;
+/// Forward: the most chains per multiprocessor with which a call takes the tall tiles (f32: 192
+/// chains on 132 multiprocessors, bf16: 48; the element's bytes set the rows' work, double
+/// taken as float).
+template <class T>
+constexpr double kDenseTallChainsPerSm = sizeof(T) == 2 ? 0.375 : 1.5;
+/// Packed calls (one chain per slab over every row): the tall tiles backward in 16-bit types.
 template <class T, bool kBackward>
-bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
-                         size_t& bytes) {
+constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
+
+/// Whether a dense row kernel call takes the tall tiles (kDenseTallRows): packed, as
+/// kDensePackedTall; else backward from kDenseTallLength positions, forward from
+/// kDenseTallLength positions where its chains (batch times 128-byte slabs of channels) are at
+/// most kDenseTallChainsPerSm per multiprocessor (`sms`: the device's count; asked only for a
+/// forward call that long).
+template <class T, bool kBackward>
+constexpr bool dense_tall(int64_t batch, int64_t length, int64_t channels, bool packed, int sms) {
+  if (packed) return kDensePackedTall<T, kBackward>;
+  if (length < kDenseTallLength<kBackward>) return false;
+  if (kBackward) return true;
+  const int64_t width = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
+  const double chains = double(batch) * double((channels + width - 1) / width);
+  return chains <= kDenseTallChainsPerSm<T> * double(sms);
+}
+
+/// Look-back records of a dense call with tiles of kRows rows a thread: every (sequence, slab,
+/// tile of the sequence); for a packed call (one batch) and kDensePremark, each tile's start
+/// bits after them.
+template <class T, bool kBackward, int kRows>
+bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, bool packed,
+                            size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  constexpr int kTileRows = kDenseTileRows<kDenseThreads, kDenseRows<T, kBackward>, kDenseLanes>;
+  constexpr int kTileRows = kDenseTileRows<kDenseThreads, kRows, kDenseLanes>;
   const int64_t tiles = ceil_div(length, int64_t(kTileRows));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
   bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
   if (packed && kDensePremark<kBackward>)
     bytes += size_t(tiles) * sizeof(uint32_t) * kDenseMarkWords<kTileRows>;
+  return true;
+}
+/// A dense call's workspace: the larger of its two tile heights' (the size a query reports
+/// does not depend on the device the rule would ask).
+template <class T, bool kBackward>
+bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
+                         size_t& bytes) {
+  size_t tall = 0;
+  if (!dense_scratch_bytes_of<T, kBackward, kDenseRows<T, kBackward>>(batch, length, channels,
+                                                                      packed, bytes) ||
+      !dense_scratch_bytes_of<T, kBackward, kDenseTallRows<kBackward>>(batch, length, channels,
+                                                                       packed, tall))
+    return false;
+  bytes = tall > bytes ? tall : bytes;
   return true;
 }
 
@@ -83,9 +145,10 @@ DenseRowParams<T> dense_params(const RowParams<T>& p) {
 /// picks the mode: kOneBlock walks (one block per chain), kMultiBlock looks back (with a
 /// workspace; without one every call walks), kAuto decides: a dense forward call on the vector
 /// path, and a packed call on it without states (no h0, final state or their gradients), look
-/// back; any other call as row_walks says. Those two that look back take the dense row kernel
-/// (the packed one as one batch of every row, resets at the sequence starts), any other
-/// row_kernel.
+/// back, and so does a dense backward call on it of kDenseTallLength positions or more; any
+/// other call as row_walks says. Those that look back on the vector path take the dense row
+/// kernel (the packed one as one batch of every row, resets at the sequence starts), in the tile
+/// dense_tall picks; any other row_kernel.
 template <class T, bool kBackward>
 Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch& scratch,
                 cudaStream_t stream) {
@@ -106,30 +169,44 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   constexpr int kVec = 16 / sizeof(T);
   // without a workspace every call walks
   bool walk = scratch.mode == Scratch::kNone || path == Path::kOneBlock;
-  // a dense forward call on the vector path never walks by choice: the dense look-back was
-  // faster on every shape measured; the rest (backward: where the chains fill the waves,
-  // walking still wins in f32) decide by row_walks
-  if (!walk && path == Path::kAuto && !lean && (kBackward || packed || !vector)) {
+  // a dense call on the vector path long enough for the tall tiles (backward) never walks by
+  // choice: they were faster than walking from 2048 positions (dense_tall); nor does a dense
+  // forward call: the dense look-back was faster on every shape measured. The rest (backward:
+  // where the chains fill the waves, walking still wins in f32) decide by row_walks
+  const bool tall_backward =
+      kBackward && !packed && vector && p.length >= kDenseTallLength<kBackward>;
+  if (!walk && path == Path::kAuto && !lean && !tall_backward &&
+      (kBackward || packed || !vector)) {
     const Status st =
         vector ? row_walks<T, kBackward, kVec>(p, walk) : row_walks<T, kBackward, 1>(p, walk);
     if (!st.ok()) return st;
   }
   const bool dense = (!packed || lean) && vector && !walk;
+  // the tall tiles' rule asks a long forward call for the multiprocessor count
+  int sms = 0;
+  if (dense && !kBackward && !packed && p.length >= kDenseTallLength<kBackward>) {
+    if (const Status st = current_multiprocessors(sms); !st.ok()) return st;
+  }
+  const bool tall = dense && dense_tall<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
     if (dense) {
-      constexpr int kRows = kDenseRows<T, kBackward>;
       const DenseRowParams<T> d = dense_params<T, kBackward>(p);
-      if (lean)
-        return desc
-                   ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes, true>(
-                         d, workspace, stream)
-                   : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes,
-                                       true>(d, workspace, stream);
-      return desc ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes>(
-                        d, workspace, stream)
-                  : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes>(
-                        d, workspace, stream);
+      const auto launch = [&](auto rows, auto packed_form) -> cudaError_t {
+        constexpr int kRows = decltype(rows)::value;
+        constexpr bool kPacked = decltype(packed_form)::value;
+        return desc ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes,
+                                        kPacked>(d, workspace, stream)
+                    : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes,
+                                        kPacked>(d, workspace, stream);
+      };
+      using Short = std::integral_constant<int, kDenseRows<T, kBackward>>;
+      using Tall = std::integral_constant<int, kDenseTallRows<kBackward>>;
+      if (lean) {  // one tile height per type and direction (kDensePackedTall)
+        using Rows = std::conditional_t<kDensePackedTall<T, kBackward>, Tall, Short>;
+        return launch(Rows{}, std::true_type{});
+      }
+      return tall ? launch(Tall{}, std::false_type{}) : launch(Short{}, std::false_type{});
     }
     if (walk) {
       if (desc)
