@@ -476,11 +476,11 @@ PLOTS = [
     ("grid.png", "grid", [f"bench/results/grid_2da5d59_run{k}.json" for k in (1, 2, 3)], "2da5d59",
      "ascan_bench --benchmark_filter='^(copy|scan|cub)/' (three runs; each point the lowest)"),
     ("row_path_channel_last.png", "rows:layout/",
-     [f"bench/results/layout_a209248_run{k}.json" for k in (1, 2, 3)], "a209248",
+     [f"bench/results/layout_490531d_run{k}.json" for k in (1, 2, 3)], "490531d",
      "ascan_bench --benchmark_filter='^layout/' (three runs)"),
     ("row_path_packed.png", "rows:varlen/",
-     [f"bench/results/layout_3b4c2fc_run{k}.json" for k in (1, 2, 3)], "3b4c2fc",
-     "ascan_bench --benchmark_filter='^(layout|varlen)/' (three runs; the varlen rows)"),
+     [f"bench/results/varlen_490531d_run{k}.json" for k in (1, 2, 3)], "490531d",
+     "ascan_bench --benchmark_filter='^varlen/' (three runs)"),
 ]
 
 
