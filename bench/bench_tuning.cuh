@@ -69,6 +69,36 @@ struct CandidateTable {
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
+// The current sweep for float and the 16-bit types: the grid's short rows under their floor
+// (f32 T = 128, 16-bit T = 128, 256, 512, bf16 backward T = 128), the table's row first in each
+// tile size, then other lane counts, vectors per lane, block sizes and occupancy targets.
+template <>
+struct CandidateTable<4> {
+  using K = ascan::detail::KernelKind;
+  static constexpr ascan::detail::ScanPolicy kPolicies[] = {
+      {128, K::kWarp, 128, 32, 4, 16}, {128, K::kWarp, 128, 32, 4, 8},
+      {128, K::kWarp, 256, 32, 4, 8},  {128, K::kWarp, 128, 16, 8, 16},
+      {128, K::kWarp, 128, 16, 8, 8},  {128, K::kWarp, 128, 16, 8, 1},
+      {128, K::kWarp, 128, 8, 16, 8},  {128, K::kBlock, 32, 32, 4, 32},
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+template <>
+struct CandidateTable<2> {
+  using K = ascan::detail::KernelKind;
+  static constexpr ascan::detail::ScanPolicy kPolicies[] = {
+      {128, K::kWarp, 128, 8, 16},         {128, K::kWarp, 128, 8, 16, 8},
+      {128, K::kWarp, 128, 16, 8, 16},     {128, K::kWarp, 128, 16, 8, 8},
+      {128, K::kWarp, 128, 16, 8, 1},      {128, K::kWarp, 256, 16, 8, 8},
+      {256, K::kWarp, 128, 16, 16},        {256, K::kWarp, 128, 16, 16, 8},
+      {256, K::kWarp, 128, 32, 8, 16},     {256, K::kWarp, 128, 32, 8, 8},
+      {256, K::kWarp, 256, 32, 8, 8},      {256, K::kBlock, 32, 32, 8, 32},
+      {512, K::kBlock, 64, 64, 8, 32},     {512, K::kBlock, 64, 64, 8, 16},
+      {512, K::kWarp, 128, 32, 16, 8},     {512, K::kWarp, 128, 32, 16, 1},
+      {512, K::kBlock, 32, 32, 16, 16},    {512, K::kWarp, 256, 32, 16, 4},
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
 
 /// Row `row` of CandidateTable forced: the forward scan's or the backward pass's kernel launched
 /// directly on the time-contiguous case of `shape`.

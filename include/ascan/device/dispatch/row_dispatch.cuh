@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -68,15 +69,43 @@ constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 /// kDensePackedTall; else backward from kDenseTallLength positions, forward from
 /// kDenseTallLength positions where its chains (batch times 128-byte slabs of channels) are at
 /// most kDenseTallChainsPerSm per multiprocessor (`sms`: the device's count; asked only for a
-/// forward call that long).
+/// forward call that long). run_rows takes them where, besides, they fit the device
+/// (dense_fits); else the short ones.
 template <class T, bool kBackward>
 constexpr bool dense_tall(int64_t batch, int64_t length, int64_t channels, bool packed, int sms) {
   if (packed) return kDensePackedTall<T, kBackward>;
   if (length < kDenseTallLength<kBackward>) return false;
-  if (kBackward) return true;
+  if constexpr (kBackward) return true;
   const int64_t width = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
   const double chains = double(batch) * double((channels + width - 1) / width);
   return chains <= kDenseTallChainsPerSm<T> * double(sms);
+}
+
+/// Whether the current device holds a block of `kKernel` with `kSharedBytes` of dynamic shared
+/// memory: those and its static shared memory within the device's opt-in allowance per block
+/// (227 KiB on sm_90 and sm_100, 163 on sm_80, 99 on sm_86, sm_89 and sm_120, where the 16-bit
+/// tall tiles, with their 4 KiB of static shared memory, do not fit). Asked once per device and
+/// kernel, then remembered.
+template <auto kKernel, int kSharedBytes>
+cudaError_t dense_fits(bool& fits) {
+  constexpr int kDevices = 64;              // devices beyond these are asked on every call
+  static std::atomic<int> known[kDevices];  // 0 not asked, 1 fits, -1 does not
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  const int v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
+  if (v != 0) {
+    fits = v > 0;
+    return cudaSuccess;
+  }
+  int allowance = 0;
+  e = cudaDeviceGetAttribute(&allowance, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) return e;
+  cudaFuncAttributes attributes{};
+  if ((e = cudaFuncGetAttributes(&attributes, kKernel)) != cudaSuccess) return e;
+  fits = size_t(kSharedBytes) + attributes.sharedSizeBytes <= size_t(allowance);
+  if (device < kDevices) known[device].store(fits ? 1 : -1, std::memory_order_release);
+  return cudaSuccess;
 }
 
 /// Look-back records of a dense call with tiles of kRows rows a thread: every (sequence, slab,
@@ -182,12 +211,31 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
     if (!st.ok()) return st;
   }
   const bool dense = (!packed || lean) && vector && !walk;
-  // the tall tiles' rule asks a long forward call for the multiprocessor count
-  int sms = 0;
-  if (dense && !kBackward && !packed && p.length >= kDenseTallLength<kBackward>) {
-    if (const Status st = current_multiprocessors(sms); !st.ok()) return st;
+  // the tall tiles: the rule (a long forward call asks the multiprocessor count), then whether
+  // they fit the device; neither asked by a size query, whose answer does not depend on them
+  bool tall = false;
+  if (dense && scratch.mode != Scratch::kQuery) {
+    int sms = 0;
+    if (!kBackward && !packed && p.length >= kDenseTallLength<kBackward>) {
+      if (const Status st = current_multiprocessors(sms); !st.ok()) return st;
+    }
+    tall = dense_tall<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
+    if (tall) {
+      constexpr int kRows = kDenseTallRows<kBackward>;
+      constexpr int kShared = kDenseStageBytes<kBackward, kDenseThreads, kRows>;
+      const cudaError_t e =
+          packed ? dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads, kRows,
+                                                kDenseLanes, kDensePackedTall<T, kBackward>>,
+                              kShared>(tall)
+                 : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads, kRows,
+                                                kDenseLanes, false>,
+                              kShared>(tall);
+      if (e != cudaSuccess) {
+        clear_our_error(e);
+        return Status::cuda_error(e);
+      }
+    }
   }
-  const bool tall = dense && dense_tall<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
     if (dense) {
@@ -202,9 +250,11 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
       };
       using Short = std::integral_constant<int, kDenseRows<T, kBackward>>;
       using Tall = std::integral_constant<int, kDenseTallRows<kBackward>>;
-      if (lean) {  // one tile height per type and direction (kDensePackedTall)
-        using Rows = std::conditional_t<kDensePackedTall<T, kBackward>, Tall, Short>;
-        return launch(Rows{}, std::true_type{});
+      if (lean) {
+        if constexpr (kDensePackedTall<T, kBackward>) {
+          if (tall) return launch(Tall{}, std::true_type{});
+        }
+        return launch(Short{}, std::true_type{});
       }
       return tall ? launch(Tall{}, std::false_type{}) : launch(Short{}, std::false_type{});
     }
