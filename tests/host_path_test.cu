@@ -269,47 +269,63 @@ TEST(HostPath, RowRule) {
 }
 
 // The rule that takes the flat kernel: short sequences, many per multiprocessor.
-/// The dense row kernel's tall tiles (row_dispatch.cuh's dense_tall) on the shapes whose
+/// The dense row kernel's block shapes (row_dispatch.cuh's dense_tile) on the shapes whose
 /// measurements set the rule, with 132 multiprocessors (the H200's), and the workspace a dense
-/// call asks: enough for either tile height.
-TEST(HostPath, DenseTallTiles) {
+/// call asks: enough for every shape.
+TEST(HostPath, DenseTileShapes) {
   using namespace ascan::detail;
   using bf16 = __nv_bfloat16;
   const int sms = 132;
-  // backward: from 2048 positions, whatever the chains; packed in 16-bit types only
-  EXPECT_TRUE((dense_tall<float, true>(8, 65536, 1536, false, sms)));
-  EXPECT_TRUE((dense_tall<float, true>(16, 2048, 2048, false, sms)));
-  EXPECT_TRUE((dense_tall<float, true>(1, 1 << 20, 256, false, 0)));
-  EXPECT_FALSE((dense_tall<float, true>(8, 1024, 1536, false, sms)));
-  EXPECT_FALSE((dense_tall<float, true>(64, 300, 768, false, sms)));
-  EXPECT_FALSE((dense_tall<float, true>(1, 1 << 22, 512, true, sms)));
-  EXPECT_TRUE((dense_tall<bf16, true>(1, 1 << 22, 1024, true, sms)));
-  EXPECT_FALSE((dense_tall<bf16, true>(32, 512, 1024, false, sms)));
-  // forward: from 4096 positions, with at most 1.5 (f32) or 0.375 (16-bit) chains per SM
-  EXPECT_TRUE((dense_tall<float, false>(1, 1 << 18, 256, false, sms)));       // 8 chains
-  EXPECT_TRUE((dense_tall<float, false>(1, 1 << 16, 6144, false, sms)));      // 192
-  EXPECT_FALSE((dense_tall<float, false>(1, 1 << 16, 8192, false, sms)));     // 256
-  EXPECT_FALSE((dense_tall<float, false>(8, 65536, 1536, false, sms)));       // 384
-  EXPECT_TRUE((dense_tall<float, false>(1, 4096, 4096, false, sms)));         // 128
-  EXPECT_FALSE((dense_tall<float, false>(1, 4095, 4096, false, sms)));
-  EXPECT_FALSE((dense_tall<float, false>(1, 2048, 2048, false, sms)));
-  EXPECT_TRUE((dense_tall<bf16, false>(1, 1 << 17, 3072, false, sms)));       // 48 chains
-  EXPECT_FALSE((dense_tall<bf16, false>(1, 1 << 17, 4096, false, sms)));      // 64
-  EXPECT_FALSE((dense_tall<bf16, false>(8, 65536, 1536, false, sms)));        // 192
-  EXPECT_FALSE((dense_tall<float, false>(1, 1 << 22, 256, true, sms)));       // packed
-  EXPECT_FALSE((dense_tall<float, false>(1, 1 << 18, 256, false, 0)));        // no device
-  // the workspace covers both tile heights, packed start words included
+  const auto f32 = [&](bool backward, int64_t b, int64_t t, int64_t c) {
+    return backward ? dense_tile<float, true>(b, t, c, false, sms)
+                    : dense_tile<float, false>(b, t, c, false, sms);
+  };
+  const auto h16 = [&](bool backward, int64_t b, int64_t t, int64_t c) {
+    return backward ? dense_tile<bf16, true>(b, t, c, false, sms)
+                    : dense_tile<bf16, false>(b, t, c, false, sms);
+  };
+  // f32: narrow blocks at any chain count, 12 rows from 4096 positions forward, 2048 backward
+  EXPECT_EQ(f32(false, 1, 1 << 20, 256), DenseTile::kNarrowTall);
+  EXPECT_EQ(f32(false, 1, 4096, 4096), DenseTile::kNarrowTall);
+  EXPECT_EQ(f32(false, 1, 4095, 4096), DenseTile::kNarrow);
+  EXPECT_EQ(f32(false, 8, 128, 1536), DenseTile::kNarrow);
+  EXPECT_EQ(f32(true, 16, 2048, 2048), DenseTile::kNarrowTall);
+  EXPECT_EQ(f32(true, 8, 1024, 1536), DenseTile::kNarrow);
+  EXPECT_EQ(f32(true, 1, 1 << 20, 256), DenseTile::kNarrowTall);
+  // 16-bit: narrow from 0.45 chains per multiprocessor (60 on 132), 12 rows from 4096 positions
+  // forward, 8192 backward; fewer chains 256 threads, tall from 4096 / 2048
+  EXPECT_EQ(h16(false, 8, 65536, 1536), DenseTile::kNarrowTall);  // 192 chains
+  EXPECT_EQ(h16(false, 1, 1 << 17, 4096), DenseTile::kNarrowTall);  // 64
+  EXPECT_EQ(h16(false, 16, 2048, 2048), DenseTile::kNarrow);        // 512
+  EXPECT_EQ(h16(false, 1, 1 << 18, 2048), DenseTile::kTall);        // 32
+  EXPECT_EQ(h16(false, 1, 2048, 2048), DenseTile::kShort);
+  EXPECT_EQ(h16(true, 8, 8192, 1536), DenseTile::kNarrowTall);
+  EXPECT_EQ(h16(true, 4, 4096, 4096), DenseTile::kNarrow);
+  EXPECT_EQ(h16(true, 1, 1 << 20, 256), DenseTile::kTall);          // 4 chains
+  EXPECT_EQ(h16(true, 2, 1000, 1024), DenseTile::kShort);
+  EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 20, 256, false, 0)), DenseTile::kNarrowTall);
+  // packed: 256 threads, tall backward in 16-bit types
+  EXPECT_EQ((dense_tile<float, true>(1, 1 << 22, 512, true, sms)), DenseTile::kShort);
+  EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 22, 1024, true, sms)), DenseTile::kTall);
+  EXPECT_EQ((dense_tile<bf16, false>(1, 1 << 22, 1024, true, sms)), DenseTile::kShort);
+  // the workspace covers every shape, packed start words included
   for (const bool packed : {false, true})
-    for (const int64_t length : {int64_t{1}, int64_t{160}, int64_t{161}, int64_t{5000}}) {
-      size_t bytes = 0, a = 0, b = 0;
-      ASSERT_TRUE((dense_scratch_bytes<bf16, true>(packed ? 1 : 3, length, 72, packed, bytes)));
-      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseRows<bf16, true>>(
-          packed ? 1 : 3, length, 72, packed, a)));
-      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseTallRows<true>>(packed ? 1 : 3, length,
-                                                                            72, packed, b)));
-      EXPECT_EQ(bytes, a > b ? a : b) << length;
-      EXPECT_GT(a, 0u);
-      EXPECT_GT(b, 0u);
+    for (const int64_t length : {int64_t{1}, int64_t{128}, int64_t{161}, int64_t{5000}}) {
+      const int64_t b = packed ? 1 : 3;
+      size_t bytes = 0, each[4] = {};
+      ASSERT_TRUE((dense_scratch_bytes<bf16, true>(b, length, 72, packed, bytes)));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseThreads, kDenseRows<bf16, true>>(
+          b, length, 72, packed, each[0])));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseThreads, kDenseTallRows<true>>(
+          b, length, 72, packed, each[1])));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseNarrowThreads, kDenseNarrowRows>(
+          b, length, 72, packed, each[2])));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseNarrowThreads,
+                                          kDenseNarrowTallRows>(b, length, 72, packed, each[3])));
+      for (size_t e : each) {
+        EXPECT_GT(e, 0u);
+        EXPECT_GE(bytes, e) << length;
+      }
     }
 }
 

@@ -1490,11 +1490,11 @@ std::vector<Case> row_mode_cases(bool backward) {
   return cases;
 }
 
-/// Calls the dense row kernel takes in its tall tiles (row_dispatch.cuh's dense_tall: backward
-/// from 2048 positions, forward from 4096 with few chains, packed backward in 16-bit types):
-/// lengths at and around the tall tiles' multiples (256 rows backward, 384 forward) and the
-/// short ones', a slab left part empty (40 channels), both directions, every state, through the
-/// dispatch's own choice and with the look-back forced; packed batches with a long sequence.
+/// Calls the dense row kernel takes in its tall tiles and narrow blocks (row_dispatch.cuh's
+/// dense_tile): lengths at and around the tiles' multiples (128, 192, 256 and 384 rows) with few
+/// chains and with 64, a slab left part empty (40 channels, 8), both directions, every state,
+/// through the dispatch's own choice and with the look-back forced; packed batches with a long
+/// sequence.
 std::vector<Case> tall_tile_cases(bool backward) {
   std::vector<Case> cases;
   const std::vector<int64_t> lengths =
@@ -1511,6 +1511,15 @@ std::vector<Case> tall_tile_cases(bool backward) {
       ++i;
       cases.push_back(c);
     }
+  // many chains (64 sequences of one slab): the narrow blocks, 8 rows and 12 (forward from 4096
+  // positions, backward 2048 in f32 and 8192 in 16-bit)
+  for (int64_t t : backward ? std::vector<int64_t>{200, 2113, 8200} : std::vector<int64_t>{200, 4225}) {
+    Case c = with_states(channel_last_case(backward, 64, t, 8), i % (backward ? 8 : 4));
+    c.reverse = i % 2 == 1;
+    c.gates = kAllGates[i % 5];
+    ++i;
+    cases.push_back(c);
+  }
   cases.push_back(packed_case(backward, 16, {3, 5000, 0, 700, 1, 2305}, true, false));
   Case r = packed_case(backward, 64, {2, 3000, 257, 1}, true, true);
   r.reverse = true;

@@ -87,14 +87,15 @@ template <bool kBackward, int kThreads, int kRows>
 constexpr int kDenseStageBytes = (kBackward ? 3 : 2) * kRows* kThreads * 16;
 
 /// Blocks per multiprocessor a dense row kernel asks for: as many as its staged rows leave room
-/// for in 227 KiB with about 5 KiB more each (kDenseFitBlocks), at most 3 (registers).
+/// for in 227 KiB with about 5 KiB more each (kDenseFitBlocks), at most 768 threads' worth
+/// (registers: three blocks of 256).
 template <bool kBackward, int kThreads, int kRows>
 constexpr int kDenseFitBlocks = 227 * 1024 /
                                 (kDenseStageBytes<kBackward, kThreads, kRows> + 5 * 1024);
 template <bool kBackward, int kThreads, int kRows>
-constexpr int kDenseMinBlocks =
-    kDenseFitBlocks<kBackward, kThreads, kRows> < 3 ? kDenseFitBlocks<kBackward, kThreads, kRows>
-                                                    : 3;
+constexpr int kDenseMinBlocks = kDenseFitBlocks<kBackward, kThreads, kRows> < 768 / kThreads
+                                    ? kDenseFitBlocks<kBackward, kThreads, kRows>
+                                    : 768 / kThreads;
 
 /// Two floats rounded to a 16-bit pair, in one conversion.
 __device__ __forceinline__ __nv_bfloat162 narrow_pair(__nv_bfloat16*, float lo, float hi) {

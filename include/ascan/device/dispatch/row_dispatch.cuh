@@ -29,7 +29,7 @@ namespace detail {
 /// copy faster on five of ten shapes (few chains most) and up to 0.03 slower on four; in the
 /// benchmark bf16 (1, 2^20, 256) 0.49 -> 0.66 (with 6 look-back rounds) but (4, 4096, 4096) 0.78
 /// -> 0.74; f32 slower on seven of ten shapes (up to 0.07), so f32 keeps 4 (bench/RESULTS.md,
-/// "Few chains"). Long calls take the tall tiles below (dense_tall).
+/// "Few chains"). Dense calls take the shapes below as dense_tile picks.
 constexpr int kDenseThreads = 256, kDenseLanes = 8;
 template <class T, bool kBackward>
 constexpr int kDenseRows = kBackward ? (sizeof(T) == 2 ? 5 : 4) : 8;
@@ -38,47 +38,68 @@ constexpr int kDenseRows = kBackward ? (sizeof(T) == 2 ? 5 : 4) : 8;
 /// rows a block, two blocks per multiprocessor where the short ones fit three. A chain (a
 /// sequence's slab of channels) of many tiles waits on its look-back's front, which moves a few
 /// tiles per L2 round trip whatever their height, so fewer, taller tiles move it further; where a
-/// call is short, or its chains many, the short tiles' third block per multiprocessor wins. On the
-/// H200 (bench/RESULTS.md, "Tall tiles"; bench/results/dense_rows_tall_cadcbc2.txt,
-/// dense_rows_walk_cadcbc2.txt), of a same-traffic copy:
-///  - backward, 8 rows against the short tile: f32 (8, 65536, 1536) 0.81 -> 0.89, (16, 2048,
-///    2048) 0.83 -> 0.89, (4, 4096, 4096) 0.84 -> 0.89, (2, 2^18, 1024) 0.86 -> 0.93; bf16 0.03-
-///    0.10 faster on every shape of 2048 positions or more, and on the packed batches (log-uniform
-///    0.65 -> 0.77, skewed 0.57 -> 0.66); slower at 128-1024 positions (f32 (8, 128, 1536) 0.70 ->
-///    0.63, (64, 300, 768) 0.71 -> 0.63) and on f32's skewed packed batch (0.71 -> 0.67);
-///  - forward, 12 rows against 8 at 2^15-2^18 positions: f32 0.01-0.04 faster with 8-192 chains,
-///    within 0.01 either way with 256-512; bf16 0.02-0.06 faster with 4-48 chains, within 0.005
-///    with 64-96, 0.02-0.04 slower with 128-256; at 1024-3000 positions slower (up to 0.06), and
-///    on the packed batches (f32 0.82 -> 0.76; packed calls keep 8).
-/// Rows of 16 (one block per multiprocessor) forward, or 9 and 10 backward, were slower.
+/// call is short the short tiles' third block per multiprocessor wins. On the H200
+/// (bench/RESULTS.md, "Tile shapes"; bench/results/dense_rows_tall_cadcbc2.txt,
+/// dense_rows_walk_cadcbc2.txt), of a same-traffic copy: backward, 8 rows against the short tile,
+/// bf16 0.03-0.10 faster on every shape of 2048 positions or more and on the packed batches
+/// (log-uniform 0.65 -> 0.77, skewed 0.57 -> 0.66), slower at 128-1024 positions; forward, 12
+/// rows against 8 at 2^15-2^18 positions, bf16 0.02-0.06 faster with 4-48 chains, slower at 1024-
+/// 3000 positions (up to 0.06) and on the packed batches (f32 0.82 -> 0.76). Rows of 16 (one
+/// block per multiprocessor) forward, or 9 and 10 backward, were slower.
 template <bool kBackward>
 constexpr int kDenseTallRows = kBackward ? 8 : 12;
-/// Positions from which a dense call takes the tall tiles.
+/// Positions from which a call on 256-thread blocks takes the tall tiles (dense calls).
 template <bool kBackward>
 constexpr int64_t kDenseTallLength = kBackward ? 2048 : 4096;
-/// Forward: the most chains per multiprocessor with which a call takes the tall tiles (f32: 192
-/// chains on 132 multiprocessors, bf16: 48; the element's bytes set the rows' work, double
-/// taken as float).
-template <class T>
-constexpr double kDenseTallChainsPerSm = sizeof(T) == 2 ? 0.375 : 1.5;
-/// Packed calls (one chain per slab over every row): the tall tiles backward in 16-bit types.
+/// Packed calls (one chain per slab over every row): 256-thread blocks, the tall tiles backward
+/// in 16-bit types.
 template <class T, bool kBackward>
 constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 
-/// Whether a dense row kernel call takes the tall tiles (kDenseTallRows): packed, as
-/// kDensePackedTall; else backward from kDenseTallLength positions, forward from
-/// kDenseTallLength positions where its chains (batch times 128-byte slabs of channels) are at
-/// most kDenseTallChainsPerSm per multiprocessor (`sms`: the device's count; asked only for a
-/// forward call that long). run_rows takes them where, besides, they fit the device
-/// (dense_fits); else the short ones.
+/// The narrow blocks: 128 threads (16 row groups), 8 rows a thread (128-row tiles, 32 KiB staged
+/// forward, 48 backward) or 12 from kDenseNarrowTallLength positions (192-row tiles, 48 or 72
+/// KiB), four to six blocks per multiprocessor. Against 256-thread blocks on dense calls with many
+/// chains (bench/results/dense_rows_threads_b33a32d.txt, H200, of a same-traffic copy): bf16
+/// forward (8, 128, 1536) 0.57 -> 0.67, (64, 300, 768) 0.59 -> 0.72, (16, 2048, 2048) 0.82 ->
+/// 0.86, (8, 65536, 1536) 0.90 -> 0.94 (12 rows); bf16 backward 0.60-0.81 -> 0.67-0.90; f32
+/// backward 0.70-0.89 -> 0.78-0.93, faster than walking on every shape walking took; f32 forward
+/// 0.77 -> 0.84 at (8, 128, 1536), 0.94-0.95 -> 0.96-0.97 on the long shapes, 0.01-0.02 slower
+/// at 512-2048 positions with 1024 chains. A block's look-back has half the lanes a channel (16-bit
+/// types: 2), so with few chains, whose tiles wait on deep look-backs, 16-bit calls crawl
+/// (bench/results/dense_rows_chains_b33a32d.txt: bf16 (1, 2^20, 256) forward 0.73 on 256 x 12,
+/// 0.20 on 128 x 12; even at 32 chains 0.88 against 0.82) and keep 256-thread blocks under
+/// kDenseNarrowChainsPerSm chains per multiprocessor (64 chains: 0.89 against 0.88 forward, 0.88
+/// against 0.90 backward; 128: 0.89 against 0.95, 0.86 against 0.92); f32 and double (4 and 8
+/// lanes a channel) take them at any count (f32 (1, 2^20, 256) backward 0.76 -> 0.93).
+constexpr int kDenseNarrowThreads = 128, kDenseNarrowRows = 8, kDenseNarrowTallRows = 12;
 template <class T, bool kBackward>
-constexpr bool dense_tall(int64_t batch, int64_t length, int64_t channels, bool packed, int sms) {
-  if (packed) return kDensePackedTall<T, kBackward>;
-  if (length < kDenseTallLength<kBackward>) return false;
-  if constexpr (kBackward) return true;
+constexpr int64_t kDenseNarrowTallLength = kBackward ? (sizeof(T) == 2 ? 8192 : 2048) : 4096;
+constexpr double kDenseNarrowChainsPerSm = 0.45;
+
+/// The dense row kernel's block shapes: threads x rows a thread.
+enum class DenseTile {
+  kShort,       ///< 256 x kDenseRows
+  kTall,        ///< 256 x kDenseTallRows
+  kNarrow,      ///< 128 x kDenseNarrowRows
+  kNarrowTall,  ///< 128 x kDenseNarrowTallRows
+};
+
+/// The shape a dense row kernel call takes (run_rows takes the short tile instead where the one
+/// picked does not fit the device, dense_fits). Packed calls: 256 threads, tall as
+/// kDensePackedTall. Dense calls: narrow blocks (12 rows from kDenseNarrowTallLength positions)
+/// unless 16-bit with fewer than kDenseNarrowChainsPerSm chains (batch times 128-byte slabs of
+/// channels) per multiprocessor (`sms`: the device's count); those take 256 threads, tall from
+/// kDenseTallLength positions.
+template <class T, bool kBackward>
+constexpr DenseTile dense_tile(int64_t batch, int64_t length, int64_t channels, bool packed,
+                               int sms) {
+  if (packed) return kDensePackedTall<T, kBackward> ? DenseTile::kTall : DenseTile::kShort;
   const int64_t width = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
   const double chains = double(batch) * double((channels + width - 1) / width);
-  return chains <= kDenseTallChainsPerSm<T> * double(sms);
+  if (sizeof(T) != 2 || chains >= kDenseNarrowChainsPerSm * double(sms))
+    return length >= kDenseNarrowTallLength<T, kBackward> ? DenseTile::kNarrowTall
+                                                           : DenseTile::kNarrow;
+  return length >= kDenseTallLength<kBackward> ? DenseTile::kTall : DenseTile::kShort;
 }
 
 /// Whether the current device holds a block of `kKernel` with `kSharedBytes` of dynamic shared
@@ -108,14 +129,14 @@ cudaError_t dense_fits(bool& fits) {
   return cudaSuccess;
 }
 
-/// Look-back records of a dense call with tiles of kRows rows a thread: every (sequence, slab,
-/// tile of the sequence); for a packed call (one batch) and kDensePremark, each tile's start
-/// bits after them.
-template <class T, bool kBackward, int kRows>
+/// Look-back records of a dense call in blocks of kThreads threads of kRows rows: every
+/// (sequence, slab, tile of the sequence); for a packed call (one batch) and kDensePremark, each
+/// tile's start bits after them.
+template <class T, bool kBackward, int kThreads, int kRows>
 bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, bool packed,
                             size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  constexpr int kTileRows = kDenseTileRows<kDenseThreads, kRows, kDenseLanes>;
+  constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kDenseLanes>;
   const int64_t tiles = ceil_div(length, int64_t(kTileRows));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
@@ -124,18 +145,23 @@ bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, boo
     bytes += size_t(tiles) * sizeof(uint32_t) * kDenseMarkWords<kTileRows>;
   return true;
 }
-/// A dense call's workspace: the larger of its two tile heights' (the size a query reports
-/// does not depend on the device the rule would ask).
+/// A dense call's workspace: the largest of its tile shapes' (the size a query reports does not
+/// depend on the device the rule would ask).
 template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
                          size_t& bytes) {
-  size_t tall = 0;
-  if (!dense_scratch_bytes_of<T, kBackward, kDenseRows<T, kBackward>>(batch, length, channels,
-                                                                      packed, bytes) ||
-      !dense_scratch_bytes_of<T, kBackward, kDenseTallRows<kBackward>>(batch, length, channels,
-                                                                       packed, tall))
+  size_t each[4] = {};
+  if (!dense_scratch_bytes_of<T, kBackward, kDenseThreads, kDenseRows<T, kBackward>>(
+          batch, length, channels, packed, each[0]) ||
+      !dense_scratch_bytes_of<T, kBackward, kDenseThreads, kDenseTallRows<kBackward>>(
+          batch, length, channels, packed, each[1]) ||
+      !dense_scratch_bytes_of<T, kBackward, kDenseNarrowThreads, kDenseNarrowRows>(
+          batch, length, channels, packed, each[2]) ||
+      !dense_scratch_bytes_of<T, kBackward, kDenseNarrowThreads, kDenseNarrowTallRows>(
+          batch, length, channels, packed, each[3]))
     return false;
-  bytes = tall > bytes ? tall : bytes;
+  bytes = 0;
+  for (size_t b : each) bytes = b > bytes ? b : bytes;
   return true;
 }
 
@@ -172,12 +198,11 @@ DenseRowParams<T> dense_params(const RowParams<T>& p) {
 
 /// Runs a validated, non-empty call on the row path (`desc`: rows in descending order). `path`
 /// picks the mode: kOneBlock walks (one block per chain), kMultiBlock looks back (with a
-/// workspace; without one every call walks), kAuto decides: a dense forward call on the vector
-/// path, and a packed call on it without states (no h0, final state or their gradients), look
-/// back, and so does a dense backward call on it of kDenseTallLength positions or more; any
+/// workspace; without one every call walks), kAuto decides: a dense call on the vector path, and
+/// a packed call on it without states (no h0, final state or their gradients), look back; any
 /// other call as row_walks says. Those that look back on the vector path take the dense row
-/// kernel (the packed one as one batch of every row, resets at the sequence starts), in the tile
-/// dense_tall picks; any other row_kernel.
+/// kernel (the packed one as one batch of every row, resets at the sequence starts), in the
+/// shape dense_tile picks; any other row_kernel.
 template <class T, bool kBackward>
 Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch& scratch,
                 cudaStream_t stream) {
@@ -198,65 +223,81 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
   constexpr int kVec = 16 / sizeof(T);
   // without a workspace every call walks
   bool walk = scratch.mode == Scratch::kNone || path == Path::kOneBlock;
-  // a dense call on the vector path long enough for the tall tiles (backward) never walks by
-  // choice: they were faster than walking from 2048 positions (dense_tall); nor does a dense
-  // forward call: the dense look-back was faster on every shape measured. The rest (backward:
-  // where the chains fill the waves, walking still wins in f32) decide by row_walks
-  const bool tall_backward =
-      kBackward && !packed && vector && p.length >= kDenseTallLength<kBackward>;
-  if (!walk && path == Path::kAuto && !lean && !tall_backward &&
-      (kBackward || packed || !vector)) {
+  // a dense call on the vector path never walks by choice: the dense kernel was faster than
+  // walking on every shape measured, forward, and backward in its narrow blocks (dense_tile);
+  // the rest (packed with states, off the vector grid) decide by row_walks
+  if (!walk && path == Path::kAuto && !lean && (packed || !vector)) {
     const Status st =
         vector ? row_walks<T, kBackward, kVec>(p, walk) : row_walks<T, kBackward, 1>(p, walk);
     if (!st.ok()) return st;
   }
   const bool dense = (!packed || lean) && vector && !walk;
-  // the tall tiles: the rule (a long forward call asks the multiprocessor count), then whether
-  // they fit the device; neither asked by a size query, whose answer does not depend on them
-  bool tall = false;
+  // the block shape: the rule (a 16-bit dense call asks the multiprocessor count), then whether
+  // it fits the device (else the short tile); neither asked by a size query, whose answer does
+  // not depend on them
+  DenseTile tile = DenseTile::kShort;
   if (dense && scratch.mode != Scratch::kQuery) {
     int sms = 0;
-    if (!kBackward && !packed && p.length >= kDenseTallLength<kBackward>) {
+    if (sizeof(T) == 2 && !packed) {
       if (const Status st = current_multiprocessors(sms); !st.ok()) return st;
     }
-    tall = dense_tall<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
-    if (tall) {
-      constexpr int kRows = kDenseTallRows<kBackward>;
-      constexpr int kShared = kDenseStageBytes<kBackward, kDenseThreads, kRows>;
-      const cudaError_t e =
-          packed ? dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads, kRows,
-                                                kDenseLanes, kDensePackedTall<T, kBackward>>,
-                              kShared>(tall)
-                 : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads, kRows,
-                                                kDenseLanes, false>,
-                              kShared>(tall);
-      if (e != cudaSuccess) {
-        clear_our_error(e);
-        return Status::cuda_error(e);
-      }
+    tile = dense_tile<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
+    bool fits = true;
+    cudaError_t e = cudaSuccess;
+    if (tile == DenseTile::kTall) {
+      constexpr int kShared = kDenseStageBytes<kBackward, kDenseThreads, kDenseTallRows<kBackward>>;
+      e = packed ? dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads,
+                                                kDenseTallRows<kBackward>, kDenseLanes,
+                                                kDensePackedTall<T, kBackward>>,
+                              kShared>(fits)
+                 : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads,
+                                                kDenseTallRows<kBackward>, kDenseLanes, false>,
+                              kShared>(fits);
+    } else if (tile == DenseTile::kNarrowTall) {
+      constexpr int kShared =
+          kDenseStageBytes<kBackward, kDenseNarrowThreads, kDenseNarrowTallRows>;
+      e = dense_fits<&dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
+                                       kDenseNarrowTallRows, kDenseLanes, false>,
+                     kShared>(fits);
     }
+    if (e != cudaSuccess) {
+      clear_our_error(e);
+      return Status::cuda_error(e);
+    }
+    if (!fits) tile = tile == DenseTile::kNarrowTall ? DenseTile::kNarrow : DenseTile::kShort;
   }
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
     if (dense) {
       const DenseRowParams<T> d = dense_params<T, kBackward>(p);
-      const auto launch = [&](auto rows, auto packed_form) -> cudaError_t {
+      const auto launch = [&](auto threads, auto rows, auto packed_form) -> cudaError_t {
+        constexpr int kThreads = decltype(threads)::value;
         constexpr int kRows = decltype(rows)::value;
         constexpr bool kPacked = decltype(packed_form)::value;
-        return desc ? launch_dense_rows<T, kBackward, true, kDenseThreads, kRows, kDenseLanes,
+        return desc ? launch_dense_rows<T, kBackward, true, kThreads, kRows, kDenseLanes,
                                         kPacked>(d, workspace, stream)
-                    : launch_dense_rows<T, kBackward, false, kDenseThreads, kRows, kDenseLanes,
+                    : launch_dense_rows<T, kBackward, false, kThreads, kRows, kDenseLanes,
                                         kPacked>(d, workspace, stream);
       };
+      using Wide = std::integral_constant<int, kDenseThreads>;
+      using Narrow = std::integral_constant<int, kDenseNarrowThreads>;
       using Short = std::integral_constant<int, kDenseRows<T, kBackward>>;
       using Tall = std::integral_constant<int, kDenseTallRows<kBackward>>;
+      using NarrowRows = std::integral_constant<int, kDenseNarrowRows>;
+      using NarrowTallRows = std::integral_constant<int, kDenseNarrowTallRows>;
       if (lean) {
         if constexpr (kDensePackedTall<T, kBackward>) {
-          if (tall) return launch(Tall{}, std::true_type{});
+          if (tile == DenseTile::kTall) return launch(Wide{}, Tall{}, std::true_type{});
         }
-        return launch(Short{}, std::true_type{});
+        return launch(Wide{}, Short{}, std::true_type{});
       }
-      return tall ? launch(Tall{}, std::false_type{}) : launch(Short{}, std::false_type{});
+      if (tile == DenseTile::kNarrowTall)
+        return launch(Narrow{}, NarrowTallRows{}, std::false_type{});
+      if constexpr (sizeof(T) == 2) {  // 256-thread blocks: 16-bit calls of few chains
+        if (tile == DenseTile::kTall) return launch(Wide{}, Tall{}, std::false_type{});
+        if (tile == DenseTile::kShort) return launch(Wide{}, Short{}, std::false_type{});
+      }
+      return launch(Narrow{}, NarrowRows{}, std::false_type{});
     }
     if (walk) {
       if (desc)
