@@ -39,7 +39,7 @@ constexpr int kDenseRows = kBackward ? (sizeof(T) == 2 ? 5 : 4) : 8;
 /// sequence's slab of channels) of many tiles waits on its look-back's front, which moves a few
 /// tiles per L2 round trip whatever their height, so fewer, taller tiles move it further; where a
 /// call is short the short tiles' third block per multiprocessor wins. On the H200
-/// (bench/RESULTS.md, "Tile shapes"; bench/results/dense_rows_tall_cadcbc2.txt,
+/// (bench/RESULTS.md, "Tall tiles"; bench/results/dense_rows_tall_cadcbc2.txt,
 /// dense_rows_walk_cadcbc2.txt), of a same-traffic copy: backward, 8 rows against the short tile,
 /// bf16 0.03-0.10 faster on every shape of 2048 positions or more and on the packed batches
 /// (log-uniform 0.65 -> 0.77, skewed 0.57 -> 0.66), slower at 128-1024 positions; forward, 12
@@ -61,10 +61,11 @@ constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 /// KiB), four to six blocks per multiprocessor. Against 256-thread blocks on dense calls with many
 /// chains (bench/results/dense_rows_threads_b33a32d.txt, H200, of a same-traffic copy): bf16
 /// forward (8, 128, 1536) 0.57 -> 0.67, (64, 300, 768) 0.59 -> 0.72, (16, 2048, 2048) 0.82 ->
-/// 0.86, (8, 65536, 1536) 0.90 -> 0.94 (12 rows); bf16 backward 0.60-0.81 -> 0.67-0.90; f32
-/// backward 0.70-0.89 -> 0.78-0.93, faster than walking on every shape walking took; f32 forward
-/// 0.77 -> 0.84 at (8, 128, 1536), 0.94-0.95 -> 0.96-0.97 on the long shapes, 0.01-0.02 slower
-/// at 512-2048 positions with 1024 chains. A block's look-back has half the lanes a channel (16-bit
+/// 0.86, (8, 65536, 1536) 0.90 -> 0.94 (12 rows); bf16 backward 0.60-0.84 -> 0.63-0.90; f32
+/// backward 0.70-0.90 -> 0.77-0.93, and in the probe faster than walking on every shape walking
+/// took (in the benchmark f32 (8, 128, 1536) backward 0.3-0.6 us slower than walking,
+/// bench/RESULTS.md "Block shapes"); f32 forward 0.77 -> 0.84 at (8, 128, 1536), 0.94-0.95 ->
+/// 0.96-0.97 on the long shapes, 0.01-0.02 slower at 512-2048 positions with 1024 chains. A block's look-back has half the lanes a channel (16-bit
 /// types: 2), so with few chains, whose tiles wait on deep look-backs, 16-bit calls crawl
 /// (bench/results/dense_rows_chains_b33a32d.txt: bf16 (1, 2^20, 256) forward 0.73 on 256 x 12,
 /// 0.20 on 128 x 12; even at 32 chains 0.88 against 0.82) and keep 256-thread blocks under
