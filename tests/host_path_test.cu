@@ -304,8 +304,9 @@ TEST(HostPath, DenseTileShapes) {
   EXPECT_EQ(h16(true, 1, 1 << 20, 256), DenseTile::kTall);          // 4 chains
   EXPECT_EQ(h16(true, 2, 1000, 1024), DenseTile::kShort);
   EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 20, 256, false, 0)), DenseTile::kNarrowTall);
-  // packed: 256 threads, tall backward in 16-bit types
-  EXPECT_EQ((dense_tile<float, true>(1, 1 << 22, 512, true, sms)), DenseTile::kShort);
+  // packed: f32 narrow (12 rows forward, 8 backward); 16-bit 256 threads, tall backward
+  EXPECT_EQ((dense_tile<float, true>(1, 1 << 22, 512, true, sms)), DenseTile::kNarrow);
+  EXPECT_EQ((dense_tile<float, false>(1, 1 << 22, 512, true, sms)), DenseTile::kNarrowTall);
   EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 22, 1024, true, sms)), DenseTile::kTall);
   EXPECT_EQ((dense_tile<bf16, false>(1, 1 << 22, 1024, true, sms)), DenseTile::kShort);
   // the workspace covers every shape, packed start words included

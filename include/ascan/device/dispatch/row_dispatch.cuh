@@ -51,8 +51,8 @@ constexpr int kDenseTallRows = kBackward ? 8 : 12;
 /// Positions from which a call on 256-thread blocks takes the tall tiles (dense calls).
 template <bool kBackward>
 constexpr int64_t kDenseTallLength = kBackward ? 2048 : 4096;
-/// Packed calls (one chain per slab over every row): 256-thread blocks, the tall tiles backward
-/// in 16-bit types.
+/// Packed calls (one chain per slab over every row) in 16-bit types: 256-thread blocks, the tall
+/// tiles backward. (f32 and double: narrow blocks, below.)
 template <class T, bool kBackward>
 constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 
@@ -65,17 +65,22 @@ constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 /// backward 0.70-0.90 -> 0.77-0.93, and in the probe faster than walking on every shape walking
 /// took (in the benchmark f32 (8, 128, 1536) backward 0.3-0.6 us slower than walking,
 /// bench/RESULTS.md "Block shapes"); f32 forward 0.77 -> 0.84 at (8, 128, 1536), 0.94-0.95 ->
-/// 0.96-0.97 on the long shapes, 0.01-0.02 slower at 512-2048 positions with 1024 chains. A block's look-back has half the lanes a channel (16-bit
-/// types: 2), so with few chains, whose tiles wait on deep look-backs, 16-bit calls crawl
-/// (bench/results/dense_rows_chains_b33a32d.txt: bf16 (1, 2^20, 256) forward 0.73 on 256 x 12,
-/// 0.20 on 128 x 12; even at 32 chains 0.88 against 0.82) and keep 256-thread blocks under
-/// kDenseNarrowChainsPerSm chains per multiprocessor (64 chains: 0.89 against 0.88 forward, 0.88
-/// against 0.90 backward; 128: 0.89 against 0.95, 0.86 against 0.92); f32 and double (4 and 8
-/// lanes a channel) take them at any count (f32 (1, 2^20, 256) backward 0.76 -> 0.93).
+/// 0.96-0.97 on the long shapes, 0.01-0.02 slower at 512-2048 positions with 1024 chains. A block's
+/// look-back has half the lanes a channel (16-bit types: 2), so with few chains, whose tiles wait
+/// on deep look-backs, 16-bit calls crawl (bench/results/dense_rows_chains_b33a32d.txt: bf16 (1,
+/// 2^20, 256) forward 0.73 on 256 x 12, 0.20 on 128 x 12; even at 32 chains 0.88 against 0.82) and
+/// keep 256-thread blocks under kDenseNarrowChainsPerSm chains per multiprocessor (64 chains: 0.89
+/// against 0.88 forward, 0.88 against 0.90 backward; 128: 0.89 against 0.95, 0.86 against 0.92);
+/// f32 and double (4 and 8 lanes a channel) take them at any count (f32 (1, 2^20, 256) backward
+/// 0.76 -> 0.93).
 constexpr int kDenseNarrowThreads = 128, kDenseNarrowRows = 8, kDenseNarrowTallRows = 12;
 template <class T, bool kBackward>
 constexpr int64_t kDenseNarrowTallLength = kBackward ? (sizeof(T) == 2 ? 8192 : 2048) : 4096;
 constexpr double kDenseNarrowChainsPerSm = 0.45;
+
+/// A block size or row count as a type (run_rows' launches).
+template <int N>
+using DenseInt = std::integral_constant<int, N>;
 
 /// The dense row kernel's block shapes: threads x rows a thread.
 enum class DenseTile {
@@ -85,21 +90,28 @@ enum class DenseTile {
   kNarrowTall,  ///< 128 x kDenseNarrowTallRows
 };
 
-/// The shape a dense row kernel call takes (run_rows takes the short tile instead where the one
-/// picked does not fit the device, dense_fits). Packed calls: 256 threads, tall as
-/// kDensePackedTall. Dense calls: narrow blocks (12 rows from kDenseNarrowTallLength positions)
-/// unless 16-bit with fewer than kDenseNarrowChainsPerSm chains (batch times 128-byte slabs of
-/// channels) per multiprocessor (`sms`: the device's count); those take 256 threads, tall from
+/// The shape a dense row kernel call takes (run_rows takes the short tile of the same block size
+/// instead where the one picked does not fit the device, dense_fits). Packed calls (one chain
+/// per slab, so few): f32 and double narrow blocks, 12 rows forward and 8 backward (the
+/// benchmark's packed batches, bench/results/dense_rows_packed_c10b8ee.txt: forward 0.82 / 0.79
+/// -> 0.85 / 0.82 of the copy, log-uniform / skewed, backward 0.76 / 0.73 -> 0.88 / 0.86; 12 rows
+/// backward 0.79 / 0.81); 16-bit 256 threads, tall as kDensePackedTall (narrow: 0.13-0.73 against
+/// 0.60-0.78). Dense calls: narrow blocks (12 rows from kDenseNarrowTallLength positions) unless
+/// 16-bit with fewer than kDenseNarrowChainsPerSm chains (batch times 128-byte slabs of channels)
+/// per multiprocessor (`sms`: the device's count); those take 256 threads, tall from
 /// kDenseTallLength positions.
 template <class T, bool kBackward>
 constexpr DenseTile dense_tile(int64_t batch, int64_t length, int64_t channels, bool packed,
                                int sms) {
-  if (packed) return kDensePackedTall<T, kBackward> ? DenseTile::kTall : DenseTile::kShort;
+  if (packed) {
+    if (sizeof(T) != 2) return kBackward ? DenseTile::kNarrow : DenseTile::kNarrowTall;
+    return kDensePackedTall<T, kBackward> ? DenseTile::kTall : DenseTile::kShort;
+  }
   const int64_t width = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
   const double chains = double(batch) * double((channels + width - 1) / width);
   if (sizeof(T) != 2 || chains >= kDenseNarrowChainsPerSm * double(sms))
     return length >= kDenseNarrowTallLength<T, kBackward> ? DenseTile::kNarrowTall
-                                                           : DenseTile::kNarrow;
+                                                          : DenseTile::kNarrow;
   return length >= kDenseTallLength<kBackward> ? DenseTile::kTall : DenseTile::kShort;
 }
 
@@ -247,19 +259,23 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
     cudaError_t e = cudaSuccess;
     if (tile == DenseTile::kTall) {
       constexpr int kShared = kDenseStageBytes<kBackward, kDenseThreads, kDenseTallRows<kBackward>>;
-      e = packed ? dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads,
-                                                kDenseTallRows<kBackward>, kDenseLanes,
-                                                kDensePackedTall<T, kBackward>>,
-                              kShared>(fits)
-                 : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads,
-                                                kDenseTallRows<kBackward>, kDenseLanes, false>,
-                              kShared>(fits);
+      e = packed
+              ? dense_fits<
+                    &dense_row_kernel<T, kBackward, false, kDenseThreads, kDenseTallRows<kBackward>,
+                                      kDenseLanes, kDensePackedTall<T, kBackward>>,
+                    kShared>(fits)
+              : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads,
+                                             kDenseTallRows<kBackward>, kDenseLanes, false>,
+                           kShared>(fits);
     } else if (tile == DenseTile::kNarrowTall) {
       constexpr int kShared =
           kDenseStageBytes<kBackward, kDenseNarrowThreads, kDenseNarrowTallRows>;
-      e = dense_fits<&dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
-                                       kDenseNarrowTallRows, kDenseLanes, false>,
-                     kShared>(fits);
+      e = packed ? dense_fits<&dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
+                                                kDenseNarrowTallRows, kDenseLanes, true>,
+                              kShared>(fits)
+                 : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
+                                                kDenseNarrowTallRows, kDenseLanes, false>,
+                              kShared>(fits);
     }
     if (e != cudaSuccess) {
       clear_our_error(e);
@@ -275,30 +291,41 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
         constexpr int kThreads = decltype(threads)::value;
         constexpr int kRows = decltype(rows)::value;
         constexpr bool kPacked = decltype(packed_form)::value;
-        return desc ? launch_dense_rows<T, kBackward, true, kThreads, kRows, kDenseLanes,
-                                        kPacked>(d, workspace, stream)
-                    : launch_dense_rows<T, kBackward, false, kThreads, kRows, kDenseLanes,
-                                        kPacked>(d, workspace, stream);
+        return desc ? launch_dense_rows<T, kBackward, true, kThreads, kRows, kDenseLanes, kPacked>(
+                          d, workspace, stream)
+                    : launch_dense_rows<T, kBackward, false, kThreads, kRows, kDenseLanes, kPacked>(
+                          d, workspace, stream);
       };
-      using Wide = std::integral_constant<int, kDenseThreads>;
-      using Narrow = std::integral_constant<int, kDenseNarrowThreads>;
-      using Short = std::integral_constant<int, kDenseRows<T, kBackward>>;
-      using Tall = std::integral_constant<int, kDenseTallRows<kBackward>>;
-      using NarrowRows = std::integral_constant<int, kDenseNarrowRows>;
-      using NarrowTallRows = std::integral_constant<int, kDenseNarrowTallRows>;
       if (lean) {
-        if constexpr (kDensePackedTall<T, kBackward>) {
-          if (tile == DenseTile::kTall) return launch(Wide{}, Tall{}, std::true_type{});
+        if constexpr (sizeof(T) == 2) {
+          if constexpr (kDensePackedTall<T, kBackward>) {
+            if (tile == DenseTile::kTall)
+              return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseTallRows<kBackward>>{},
+                            std::true_type{});
+          }
+          return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseRows<T, kBackward>>{},
+                        std::true_type{});
+        } else {
+          if (tile == DenseTile::kNarrowTall)
+            return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowTallRows>{},
+                          std::true_type{});
+          return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowRows>{},
+                        std::true_type{});
         }
-        return launch(Wide{}, Short{}, std::true_type{});
       }
       if (tile == DenseTile::kNarrowTall)
-        return launch(Narrow{}, NarrowTallRows{}, std::false_type{});
+        return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowTallRows>{},
+                      std::false_type{});
       if constexpr (sizeof(T) == 2) {  // 256-thread blocks: 16-bit calls of few chains
-        if (tile == DenseTile::kTall) return launch(Wide{}, Tall{}, std::false_type{});
-        if (tile == DenseTile::kShort) return launch(Wide{}, Short{}, std::false_type{});
+        if (tile == DenseTile::kTall)
+          return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseTallRows<kBackward>>{},
+                        std::false_type{});
+        if (tile == DenseTile::kShort)
+          return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseRows<T, kBackward>>{},
+                        std::false_type{});
       }
-      return launch(Narrow{}, NarrowRows{}, std::false_type{});
+      return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowRows>{},
+                    std::false_type{});
     }
     if (walk) {
       if (desc)
