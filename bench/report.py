@@ -476,10 +476,10 @@ PLOTS = [
     ("grid.png", "grid", [f"bench/results/grid_2da5d59_run{k}.json" for k in (1, 2, 3)], "2da5d59",
      "ascan_bench --benchmark_filter='^(copy|scan|cub)/' (three runs; each point the lowest)"),
     ("row_path_channel_last.png", "rows:layout/",
-     [f"bench/results/layout_0241a19_run{k}.json" for k in (1, 2, 3)], "0241a19",
+     [f"bench/results/layout_e167f4f_run{k}.json" for k in (1, 2, 3)], "e167f4f",
      "ascan_bench --benchmark_filter='^layout/' (three runs)"),
     ("row_path_packed.png", "rows:varlen/",
-     [f"bench/results/varlen_0241a19_run{k}.json" for k in (1, 2, 3)], "0241a19",
+     [f"bench/results/varlen_e167f4f_run{k}.json" for k in (1, 2, 3)], "e167f4f",
      "ascan_bench --benchmark_filter='^varlen/' (three runs)"),
 ]
 
