@@ -20,16 +20,14 @@ namespace detail {
 
 #if defined(__CUDACC__)
 
-/// The dense row kernel's tile (dense_rows.cuh): 256 threads of 8 rows (backward, three arrays
-/// in: 4, and 5 for 16-bit types), 8 lanes of 16 bytes along channels. Forward, against 128
-/// threads (6 blocks per multiprocessor) and 256-byte rows, on the H200 the fastest or within
-/// 0.02 of it on every shape measured but bf16 (8, 128, 1536) (bench/RESULTS.md, "Channel-last
-/// and packed layouts: the row path"); 6 or 4 rows forward were slower on every shape but the
-/// shortest. Backward, 5 rows (160-row tiles) against 4: in the tile probe bf16 0.03-0.09 of the
-/// copy faster on five of ten shapes (few chains most) and up to 0.03 slower on four; in the
-/// benchmark bf16 (1, 2^20, 256) 0.49 -> 0.66 (with 6 look-back rounds) but (4, 4096, 4096) 0.78
-/// -> 0.74; f32 slower on seven of ten shapes (up to 0.07), so f32 keeps 4 (bench/RESULTS.md,
-/// "Few chains"). Dense calls take the shapes below as dense_tile picks.
+/// The dense row kernel's short 256-thread tile (dense_rows.cuh): 8 rows a thread (backward,
+/// three arrays in: 4, and 5 for 16-bit types), 8 lanes of 16 bytes along channels: 256-byte rows
+/// halve the chains and 6 or 4 rows forward were slower (bench/RESULTS.md, "Channel-last and
+/// packed layouts: the row path"). Backward, 5 rows (160-row tiles) against 4: in the tile probe
+/// bf16 0.03-0.09 of the copy faster on five of ten shapes (few chains most) and up to 0.03 slower
+/// on four; f32 slower on seven of ten shapes (up to 0.07), so f32 keeps 4 ("Few chains"). Which
+/// calls take it, and the other shapes below, is dense_tile's choice ("Block shapes": since the
+/// look-back's 6 rounds and record prefetch, 128-thread blocks win wherever chains are many).
 constexpr int kDenseThreads = 256, kDenseLanes = 8;
 template <class T, bool kBackward>
 constexpr int kDenseRows = kBackward ? (sizeof(T) == 2 ? 5 : 4) : 8;
