@@ -49,8 +49,10 @@ constexpr int kDenseTallRows = kBackward ? 8 : 12;
 /// Positions from which a call on 256-thread blocks takes the tall tiles (dense calls).
 template <bool kBackward>
 constexpr int64_t kDenseTallLength = kBackward ? 2048 : 4096;
-/// Packed calls (one chain per slab over every row) in 16-bit types: 256-thread blocks, the tall
-/// tiles backward. (f32 and double: narrow blocks, below.)
+/// Packed calls (one chain per slab over every row): narrow blocks (below) in f32 and double; in
+/// 16-bit types 256-thread blocks, the tall tiles backward.
+template <class T>
+constexpr bool kDensePackedNarrow = sizeof(T) != 2;
 template <class T, bool kBackward>
 constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 
@@ -102,11 +104,11 @@ template <class T, bool kBackward>
 constexpr DenseTile dense_tile(int64_t batch, int64_t length, int64_t channels, bool packed,
                                int sms) {
   if (packed) {
-    if (sizeof(T) != 2) return kBackward ? DenseTile::kNarrow : DenseTile::kNarrowTall;
+    if (kDensePackedNarrow<T>) return kBackward ? DenseTile::kNarrow : DenseTile::kNarrowTall;
     return kDensePackedTall<T, kBackward> ? DenseTile::kTall : DenseTile::kShort;
   }
   const int64_t width = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  const double chains = double(batch) * double((channels + width - 1) / width);
+  const double chains = double(batch) * double(ceil_div(channels, width));
   if (sizeof(T) != 2 || chains >= kDenseNarrowChainsPerSm * double(sms))
     return length >= kDenseNarrowTallLength<T, kBackward> ? DenseTile::kNarrowTall
                                                           : DenseTile::kNarrow;
@@ -268,9 +270,10 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
     } else if (tile == DenseTile::kNarrowTall) {
       constexpr int kShared =
           kDenseStageBytes<kBackward, kDenseNarrowThreads, kDenseNarrowTallRows>;
-      e = packed ? dense_fits<&dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
-                                                kDenseNarrowTallRows, kDenseLanes, true>,
-                              kShared>(fits)
+      e = packed ? dense_fits<
+                       &dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
+                                         kDenseNarrowTallRows, kDenseLanes, kDensePackedNarrow<T>>,
+                       kShared>(fits)
                  : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
                                                 kDenseNarrowTallRows, kDenseLanes, false>,
                               kShared>(fits);
@@ -295,7 +298,7 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
                           d, workspace, stream);
       };
       if (lean) {
-        if constexpr (sizeof(T) == 2) {
+        if constexpr (!kDensePackedNarrow<T>) {
           if constexpr (kDensePackedTall<T, kBackward>) {
             if (tile == DenseTile::kTall)
               return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseTallRows<kBackward>>{},
