@@ -34,6 +34,19 @@ std::vector<GridRow> short_grid() {
   return grid;
 }
 
+/// The shapes of the tiny-tile sweep (--ascan_tune_multi): the sweep's cells of few sequences whose
+/// multi-block calls make a few dozen of the short tiles or fewer (S <= 16, T >= 5000), where the
+/// scan is bound by one chain's latency rather than by bandwidth.
+std::vector<GridRow> few_long_grid() {
+  const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
+  std::vector<GridRow> grid;
+  for (bool backward : {false, true})
+    for (int64_t s : {1, 4, 16})
+      for (int64_t t : {5000, 12000, 40000, 100000})
+        grid.push_back({{1, s, t}, f32_bf16, false, backward});
+  return grid;
+}
+
 /// The shapes of the path crossover sweep (--ascan_tune_multi): S sequences of 2^16 elements around
 /// the one-block path's fill of the GPU (132 SMs), both paths forced.
 std::vector<GridRow> crossover_grid() {
@@ -159,12 +172,22 @@ using ForwardCandidates = std::tuple<LookbackCandidate<T, 64, 17, 6, kStaged, 8>
                                      LookbackCandidate<T, 64, 13, 8, kStaged, 4, 2, 80>,
                                      LookbackCandidate<T, 64, 11, 8, kStaged, 4, 2, 80>,
                                      LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2, 80>,
-                                     LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>>;
+                                     LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>,
+                                     LookbackCandidate<T, 64, 1, 8, kStaged>,
+                                     LookbackCandidate<T, 64, 3, 8, kStaged>,
+                                     LookbackCandidate<T, 64, 5, 8, kStaged>,
+                                     LookbackCandidate<T, 128, 1, 8, kStaged>,
+                                     LookbackCandidate<T, 128, 3, 8, kStaged>>;
 template <class T>
 using BackwardCandidates = std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
                                       LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,
                                       LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
-                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>>;
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>,
+                                      LookbackCandidate<T, 64, 1, 8, kStaged>,
+                                      LookbackCandidate<T, 64, 3, 8, kStaged>,
+                                      LookbackCandidate<T, 64, 5, 8, kStaged>,
+                                      LookbackCandidate<T, 128, 1, 8, kStaged>,
+                                      LookbackCandidate<T, 128, 3, 8, kStaged>>;
 
 /// One path of the library's dispatch forced (row 0: one block per sequence, 1: multi-block,
 /// 2: the flat kernel), forward or backward, default tables.

@@ -46,8 +46,9 @@
 // Sweeps: --ascan_tune registers the one-block candidate table (CandidateTable) on the
 // standard grid; --ascan_tune_multi registers the multi-block sweeps instead: path/... rows with
 // each path forced on S sequences of 2^16 and 2^20 elements (the crossover recorded in
-// LookbackTuning) and on the short-tile shapes (short_grid), and tune/... rows with each
-// candidate tile shape of the multi-block kernel on the long rows and on the short-tile shapes.
+// LookbackTuning), on the short-tile shapes (short_grid) and on the sweep's cells of few long
+// sequences (few_long_grid), and tune/... rows with each candidate tile shape of the multi-block
+// kernel on the long rows and on those shapes.
 //
 // --ascan_sweep registers, in place of the standard grid (and of the layout and varlen rows),
 // the efficiency map of issue 20: f32 and bf16, forward then backward, S sequences in {1, 4, 16,
@@ -215,10 +216,12 @@ int main(int argc, char** argv) {
 
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
     if (!tune_multi) break;
-    for (int sweep : {0, 1, 2})  // the crossover, the short-tile shapes, the long rows
+    // the crossover, the short-tile shapes, the long rows, the tiny-tile shapes
+    for (int sweep : {0, 1, 2, 3})
       for (const GridRow& row : sweep == 0   ? crossover_grid()
                                 : sweep == 1 ? short_grid()
-                                             : standard_grid()) {
+                                : sweep == 2 ? standard_grid()
+                                             : few_long_grid()) {
         if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
         if (sweep == 2 && row.shape.sequences() > 128) continue;  // the long rows only
         with_dtype(d, [&](auto* tag) {
