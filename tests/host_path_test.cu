@@ -330,6 +330,57 @@ TEST(HostPath, DenseTileShapes) {
     }
 }
 
+// The multi-block path's tile sizes (plan_on on 132 multiprocessors): the tiny tiles below
+// LookbackTuning::kTinyBelowTilesPerSm main tiles per multiprocessor (f32 forward 0.4, backward
+// 1.0; 16-bit 1.5 and 3.0), the short tiles below kShortBelowTilesPerSm, the main ones above; the
+// scratch covers the tiles the call takes (and the fallback's, which may run instead).
+TEST(HostPath, LookbackTileSizes) {
+  using namespace ascan::detail;
+  const int sms = 132;
+  const auto plan = [&](int bytes, bool backward, int64_t sequences, int64_t length) {
+    Plan p;
+    Status st;
+    if (bytes == 4)
+      st = backward ? plan_on<float, 4, LookbackTuning<4, true>>(sequences, length, Path::kAuto,
+                                                                 sms, p)
+                    : plan_on<float, 4, LookbackTuning<4, false>>(sequences, length, Path::kAuto,
+                                                                  sms, p);
+    else if (bytes == 2)
+      st = backward ? plan_on<float, 8, LookbackTuning<2, true>>(sequences, length, Path::kAuto,
+                                                                 sms, p)
+                    : plan_on<float, 8, LookbackTuning<2, false>>(sequences, length, Path::kAuto,
+                                                                  sms, p);
+    else
+      st = backward ? plan_on<double, 2, LookbackTuning<8, true>>(sequences, length, Path::kAuto,
+                                                                  sms, p)
+                    : plan_on<double, 2, LookbackTuning<8, false>>(sequences, length,
+                                                                   Path::kAuto, sms, p);
+    EXPECT_TRUE(st.ok()) << st.message;
+    EXPECT_TRUE(p.multi_block) << bytes << " " << sequences << " x " << length;
+    return p.tiles;
+  };
+  // the sweep's cells that measured the tiny tiles faster
+  EXPECT_EQ(plan(4, false, 1, 12000), TileSize::kTiny);
+  EXPECT_EQ(plan(4, false, 4, 40000), TileSize::kTiny);   // 28 main tiles: 0.21 per SM
+  EXPECT_EQ(plan(4, false, 16, 12000), TileSize::kTiny);  // 32: 0.24
+  EXPECT_EQ(plan(4, true, 16, 12000), TileSize::kTiny);   // 96: 0.73
+  EXPECT_EQ(plan(2, false, 16, 100000), TileSize::kTiny);  // 176: 1.33
+  EXPECT_EQ(plan(2, true, 16, 100000), TileSize::kTiny);   // 352: 2.67
+  // and those that did not
+  EXPECT_EQ(plan(4, false, 4, 100000), TileSize::kShort);  // 64: 0.48
+  EXPECT_EQ(plan(4, true, 4, 100000), TileSize::kShort);   // 176: 1.33
+  EXPECT_EQ(plan(4, false, 16, 1 << 22), TileSize::kMain);
+  EXPECT_EQ(plan(2, true, 16, 1 << 22), TileSize::kMain);
+  EXPECT_EQ(plan(8, false, 1, 100000), TileSize::kShort);  // double: no tiny tiles
+  // the scratch: the tiles of the smallest policy that may run
+  Plan tiny, by_hand;
+  ASSERT_TRUE((plan_on<float, 4, LookbackTuning<4, false>>(3, 20000, Path::kAuto, sms, tiny).ok()));
+  ASSERT_EQ(tiny.tiles, TileSize::kTiny);
+  constexpr int64_t kTiny = LookbackTuning<4, false>::kTinyPolicy.tile();
+  static_assert(kTiny == 768, "64 threads x 3 vectors of 4 floats");
+  EXPECT_EQ(tiny.bytes, TileGrid::of(3, 20000 + 3, kTiny).state_bytes<float>());
+}
+
 TEST(HostPath, FlatRule) {
   const ascan::detail::FlatPolicy F = ascan::detail::FlatTuning<4, false>::kPolicy;
   EXPECT_TRUE(ascan::detail::flat_pays(65536, 1, 132, F));

@@ -14,7 +14,8 @@
 //                            multiprocessor) and a sequence spans more than one of its tiles;
 //                            scratch memory for the tile states. Calls that make few tiles take the
 //                            tuning's smaller tiles (LookbackTuning::kShortPolicy; for 16-bit
-//                            types lookback_kernel's).
+//                            types lookback_kernel's), and calls that make fewer than about one
+//                            per multiprocessor its smallest (kTinyPolicy).
 //
 // Scratch follows CUB's two-phase rule: a call with a null workspace reports the bytes needed
 // (at least 1) and launches nothing; a call with a workspace too small is an error. The bytes
@@ -63,11 +64,15 @@ struct Scratch {
   }
 };
 
+/// Which of a multi-block tuning's policies a call takes: the main one, the short tiles (few of
+/// the main tiles per multiprocessor) or the tiny ones (fewer still).
+enum class TileSize { kMain, kShort, kTiny };
+
 /// The path and scratch of a call.
 struct Plan {
   bool multi_block = false;
-  bool short_tiles = false;  ///< multi-block: the tuning's short-tile policy (few tiles)
-  size_t bytes = 0;          ///< scratch bytes needed (0 on the one-block path)
+  TileSize tiles = TileSize::kMain;  ///< multi-block: the tuning's policy
+  size_t bytes = 0;                  ///< scratch bytes needed (0 on the one-block path)
 };
 
 /// The most tiles the multi-block path launches (one block each, a 1-D grid).
@@ -75,7 +80,8 @@ constexpr int64_t kMaxTiles = 2147483647;
 
 /// A multi-block tuning's policies. `Lookback::kPolicy` is the main one; a tuning may also give
 /// `kShortPolicy` with `kShortBelowTilesPerSm` (smaller tiles for calls that make few of the main
-/// policy's tiles) and `Fallback` (the policy a staged one runs as where bulk copies are not
+/// policy's tiles), `kTinyPolicy` with `kTinyBelowTilesPerSm` (the smallest, for calls that make
+/// fewer still) and `Fallback` (the policy a staged one runs as where bulk copies are not
 /// available). A tuning without them (tests, sweeps) runs its one policy everywhere, as loads
 /// into registers where it cannot stage.
 template <class L, class = void>
@@ -89,6 +95,16 @@ struct ShortTilesOf<L, std::void_t<decltype(L::kShortPolicy)>> {
   static constexpr double kBelowTilesPerSm = L::kShortBelowTilesPerSm;
 };
 template <class L, class = void>
+struct TinyTilesOf {
+  static constexpr LookbackPolicy kPolicy = ShortTilesOf<L>::kPolicy;
+  static constexpr double kBelowTilesPerSm = 0;
+};
+template <class L>
+struct TinyTilesOf<L, std::void_t<decltype(L::kTinyPolicy)>> {
+  static constexpr LookbackPolicy kPolicy = L::kTinyPolicy;
+  static constexpr double kBelowTilesPerSm = L::kTinyBelowTilesPerSm;
+};
+template <class L, class = void>
 struct FallbackOf {
   static constexpr LookbackPolicy kPolicy = L::kPolicy;
 };
@@ -96,9 +112,11 @@ template <class L>
 struct FallbackOf<L, std::void_t<typename L::Fallback>> {
   static constexpr LookbackPolicy kPolicy = L::Fallback::kPolicy;
 };
-template <class L, bool kShort>
+template <class L, TileSize kSize>
 struct PolicyOf {
-  static constexpr LookbackPolicy kPolicy = kShort ? ShortTilesOf<L>::kPolicy : L::kPolicy;
+  static constexpr LookbackPolicy kPolicy = kSize == TileSize::kTiny    ? TinyTilesOf<L>::kPolicy
+                                            : kSize == TileSize::kShort ? ShortTilesOf<L>::kPolicy
+                                                                        : L::kPolicy;
 };
 
 /// The tiles of `sequences` sequences of at most `span` elements in tiles of `tile`: each
@@ -126,15 +144,21 @@ template <class C, int kVec, class Lookback>
 Status plan_on(int64_t sequences, int64_t length, Path path, int sms, Plan& plan) {
   constexpr LookbackPolicy P = Lookback::kPolicy;
   using Short = ShortTilesOf<Lookback>;
+  using Tiny = TinyTilesOf<Lookback>;
   plan = Plan{};
   if (path == Path::kOneBlock) return Status::success();
   if (path == Path::kAuto && length <= P.tile()) return Status::success();
   if (path == Path::kAuto && double(sequences) >= P.max_sequences_per_sm * sms)
     return Status::success();
   const int64_t span = length + kVec - 1;
-  plan.short_tiles =
-      double(sequences) * double(ceil_div(span, P.tile())) < Short::kBelowTilesPerSm * sms;
-  const int64_t tile = plan.short_tiles ? Short::kPolicy.tile() : P.tile();
+  // the policy, by how many of the main policy's tiles the call makes per multiprocessor
+  const double main_tiles = double(sequences) * double(ceil_div(span, P.tile()));
+  plan.tiles = main_tiles < Tiny::kBelowTilesPerSm * sms    ? TileSize::kTiny
+               : main_tiles < Short::kBelowTilesPerSm * sms ? TileSize::kShort
+                                                            : TileSize::kMain;
+  const int64_t tile = plan.tiles == TileSize::kTiny    ? Tiny::kPolicy.tile()
+                       : plan.tiles == TileSize::kShort ? Short::kPolicy.tile()
+                                                        : P.tile();
   constexpr int64_t kFallbackTile = FallbackOf<Lookback>::kPolicy.tile();
   const int64_t smallest = tile < kFallbackTile ? tile : kFallbackTile;  // either may run
   if (double(sequences) * double(ceil_div(span, smallest)) > double(kMaxTiles)) {
@@ -379,8 +403,8 @@ cudaError_t launch_lookback(bool reverse, bool vector,
                             const typename Problem<T, false, false>::Params& p, void* workspace,
                             const Plan& plan, cudaStream_t stream) {
   using Fallback = FallbackOf<Lookback>;
-  const auto with = [&](auto short_tiles) {
-    using Policy = PolicyOf<Lookback, decltype(short_tiles)::value>;
+  const auto with = [&](auto size) {
+    using Policy = PolicyOf<Lookback, decltype(size)::value>;
     if (reverse)
       return vector
                  ? launch_lookback<Problem<T, true, true>, Policy, Fallback>(p, workspace, stream)
@@ -389,11 +413,15 @@ cudaError_t launch_lookback(bool reverse, bool vector,
                ? launch_lookback<Problem<T, false, true>, Policy, Fallback>(p, workspace, stream)
                : launch_lookback<Problem<T, false, false>, Policy, Fallback>(p, workspace, stream);
   };
-  constexpr bool kHasShort = ShortTilesOf<Lookback>::kBelowTilesPerSm > 0;
-  if constexpr (kHasShort) {
-    if (plan.short_tiles) return with(std::true_type{});
+  if constexpr (TinyTilesOf<Lookback>::kBelowTilesPerSm > 0) {
+    if (plan.tiles == TileSize::kTiny)
+      return with(std::integral_constant<TileSize, TileSize::kTiny>{});
   }
-  return with(std::false_type{});
+  if constexpr (ShortTilesOf<Lookback>::kBelowTilesPerSm > 0) {
+    if (plan.tiles == TileSize::kShort)
+      return with(std::integral_constant<TileSize, TileSize::kShort>{});
+  }
+  return with(std::integral_constant<TileSize, TileSize::kMain>{});
 }
 
 /// Handles a call's scratch as `scratch` says, for a path that needs `bytes` of it (0: none):

@@ -378,6 +378,28 @@ struct LookbackTuning {
                     : 16.0;
   static constexpr double kShortBelowTilesPerSm =
       kBackward ? kBackwardShortBelow : kForwardShortBelow;
+  /// Calls that make under kTinyBelowTilesPerSm of kPolicy's tiles per multiprocessor, about one
+  /// or fewer, take kTinyPolicy's tiles: 64 threads x 3 staged vectors at 8 blocks per
+  /// multiprocessor (768 f32 elements, 1536 16-bit), none held. A few long sequences of a few
+  /// thousand to 10^5 elements make a grid of a few dozen short tiles, too few to overlap one
+  /// tile's loads with another's look-back; tiles of a few vectors a thread make hundreds of
+  /// blocks, each a short chain of phases. Measured on the H200 (--ascan_tune_multi on the
+  /// sweep's cells of 1, 4 and 16 sequences of 5000 to 10^5 elements, lowest of three runs,
+  /// bench/results/tune_tiny_c46365b_run*.json; bench/RESULTS.md, "Tiny multi-block tiles"),
+  /// against the short tiles, at main tiles per multiprocessor: f32 forward 0.48 -> 0.55 at
+  /// (1, 12000), 0.65 -> 0.74 at (4, 40000), 0.91 -> 1.00 at (16, 12000) (0.02-0.24), and no
+  /// better from (4, 10^5) (0.48: 0.881 against 0.894); f32 backward (16, 12000) 0.85 -> 0.96,
+  /// (4, 40000) 0.85 -> 0.94 (0.55-0.73), and slower at (4, 10^5) (1.33: 0.885 against 0.902);
+  /// 16-bit forward faster on every cell the path takes, up to (16, 10^5) (1.33: 0.873 against
+  /// 0.854); 16-bit backward faster on every cell, by 0.03-0.13, up to (16, 10^5) (2.67: 0.910
+  /// against 0.842). Tiles of one vector a thread were faster still on the smallest 16-bit
+  /// backward cells (up to 0.09) and slower on the larger ones (bf16 forward (16, 40000): 0.863
+  /// against 0.973); five vectors up to 0.05 faster on the largest cells and up to 0.09 slower on
+  /// the smallest. Double has none (not measured).
+  static constexpr LookbackPolicy kTinyPolicy{64, 3 * V, 8, 0, LookbackHold::kStaged};
+  static constexpr double kTinyBelowTilesPerSm = kBytes == 8 ? 0.0
+                                                 : kBytes == 4 ? (kBackward ? 1.0 : 0.4)
+                                                               : (kBackward ? 3.0 : 1.5);
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
 };
 
