@@ -339,7 +339,7 @@ TEST(HostPath, LookbackTileSizes) {
   const int sms = 132;
   const auto plan = [&](int bytes, bool backward, int64_t sequences, int64_t length) {
     Plan p;
-    Status st;
+    ascan::Status st;
     if (bytes == 4)
       st = backward ? plan_on<float, 4, LookbackTuning<4, true>>(sequences, length, Path::kAuto,
                                                                  sms, p)
