@@ -294,14 +294,14 @@ TEST(HostPath, DenseTileShapes) {
   EXPECT_EQ(f32(true, 1, 1 << 20, 256), DenseTile::kNarrowTall);
   // 16-bit: narrow from 0.45 chains per multiprocessor (60 on 132), 12 rows from 4096 positions
   // forward, 8192 backward; fewer chains 256 threads, tall from 4096 / 2048
-  EXPECT_EQ(h16(false, 8, 65536, 1536), DenseTile::kNarrowTall);  // 192 chains
+  EXPECT_EQ(h16(false, 8, 65536, 1536), DenseTile::kNarrowTall);    // 192 chains
   EXPECT_EQ(h16(false, 1, 1 << 17, 4096), DenseTile::kNarrowTall);  // 64
   EXPECT_EQ(h16(false, 16, 2048, 2048), DenseTile::kNarrow);        // 512
   EXPECT_EQ(h16(false, 1, 1 << 18, 2048), DenseTile::kTall);        // 32
   EXPECT_EQ(h16(false, 1, 2048, 2048), DenseTile::kShort);
   EXPECT_EQ(h16(true, 8, 8192, 1536), DenseTile::kNarrowTall);
   EXPECT_EQ(h16(true, 4, 4096, 4096), DenseTile::kNarrow);
-  EXPECT_EQ(h16(true, 1, 1 << 20, 256), DenseTile::kTall);          // 4 chains
+  EXPECT_EQ(h16(true, 1, 1 << 20, 256), DenseTile::kTall);  // 4 chains
   EXPECT_EQ(h16(true, 2, 1000, 1024), DenseTile::kShort);
   EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 20, 256, false, 0)), DenseTile::kNarrowTall);
   // packed: f32 narrow (12 rows forward, 8 backward); 16-bit 256 threads, tall backward
@@ -309,20 +309,74 @@ TEST(HostPath, DenseTileShapes) {
   EXPECT_EQ((dense_tile<float, false>(1, 1 << 22, 512, true, sms)), DenseTile::kNarrowTall);
   EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 22, 1024, true, sms)), DenseTile::kTall);
   EXPECT_EQ((dense_tile<bf16, false>(1, 1 << 22, 1024, true, sms)), DenseTile::kShort);
+  // each tile's block, and which calls can take it (dense_tile's choices and their fallbacks)
+  static_assert(DenseShape<bf16, false, DenseTile::kShort>::kThreads == 256 &&
+                    DenseShape<bf16, false, DenseTile::kShort>::kRows == 8 &&
+                    DenseShape<bf16, true, DenseTile::kShort>::kRows == 5 &&
+                    DenseShape<float, true, DenseTile::kShort>::kRows == 4 &&
+                    DenseShape<bf16, false, DenseTile::kTall>::kRows == 12 &&
+                    DenseShape<bf16, true, DenseTile::kTall>::kRows == 8 &&
+                    DenseShape<float, false, DenseTile::kNarrow>::kThreads == 128 &&
+                    DenseShape<float, false, DenseTile::kNarrow>::kRows == 8 &&
+                    DenseShape<float, true, DenseTile::kNarrowTall>::kRows == 12,
+                "the tiles' blocks");
+  static_assert(
+      DenseShape<bf16, true, DenseTile::kTall>::kFallback == DenseTile::kShort &&
+          DenseShape<float, false, DenseTile::kNarrowTall>::kFallback == DenseTile::kNarrow,
+      "a tile that does not fit falls back to the short tile of its block size");
+  for (const DenseTile t :
+       {DenseTile::kShort, DenseTile::kTall, DenseTile::kNarrow, DenseTile::kNarrowTall}) {
+    const bool narrow = t == DenseTile::kNarrow || t == DenseTile::kNarrowTall;
+    EXPECT_TRUE((dense_reachable<bf16, false, false>(t)));
+    EXPECT_EQ((dense_reachable<float, true, false>(t)), narrow);
+    EXPECT_EQ((dense_reachable<float, false, true>(t)), narrow);
+    EXPECT_EQ((dense_reachable<bf16, false, true>(t)), t == DenseTile::kShort);
+    EXPECT_EQ((dense_reachable<bf16, true, true>(t)),
+              t == DenseTile::kShort || t == DenseTile::kTall);
+  }
+  // every choice of the rule is reachable, and so is its fallback
+  for (const bool backward : {false, true})
+    for (const bool packed : {false, true})
+      for (const int64_t length : {int64_t{128}, int64_t{4096}, int64_t{1} << 20})
+        for (const int64_t b : {int64_t{1}, int64_t{64}}) {
+          const int64_t bb = packed ? 1 : b;
+          const DenseTile h = backward ? dense_tile<bf16, true>(bb, length, 1024, packed, sms)
+                                       : dense_tile<bf16, false>(bb, length, 1024, packed, sms);
+          const DenseTile f = backward ? dense_tile<float, true>(bb, length, 1024, packed, sms)
+                                       : dense_tile<float, false>(bb, length, 1024, packed, sms);
+          const auto reach_h = [&](DenseTile t) {
+            return backward ? (packed ? dense_reachable<bf16, true, true>(t)
+                                      : dense_reachable<bf16, true, false>(t))
+                            : (packed ? dense_reachable<bf16, false, true>(t)
+                                      : dense_reachable<bf16, false, false>(t));
+          };
+          const auto reach_f = [&](DenseTile t) {
+            return backward ? (packed ? dense_reachable<float, true, true>(t)
+                                      : dense_reachable<float, true, false>(t))
+                            : (packed ? dense_reachable<float, false, true>(t)
+                                      : dense_reachable<float, false, false>(t));
+          };
+          EXPECT_TRUE(reach_h(h));
+          EXPECT_TRUE(reach_f(f));
+          const bool wide_h = h == DenseTile::kShort || h == DenseTile::kTall;
+          const bool wide_f = f == DenseTile::kShort || f == DenseTile::kTall;
+          EXPECT_TRUE(reach_h(wide_h ? DenseTile::kShort : DenseTile::kNarrow));
+          EXPECT_TRUE(reach_f(wide_f ? DenseTile::kShort : DenseTile::kNarrow));
+        }
   // the workspace covers every shape, packed start words included
   for (const bool packed : {false, true})
     for (const int64_t length : {int64_t{1}, int64_t{128}, int64_t{161}, int64_t{5000}}) {
       const int64_t b = packed ? 1 : 3;
       size_t bytes = 0, each[4] = {};
       ASSERT_TRUE((dense_scratch_bytes<bf16, true>(b, length, 72, packed, bytes)));
-      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseThreads, kDenseRows<bf16, true>>(
-          b, length, 72, packed, each[0])));
-      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseThreads, kDenseTallRows<true>>(
-          b, length, 72, packed, each[1])));
-      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseNarrowThreads, kDenseNarrowRows>(
-          b, length, 72, packed, each[2])));
-      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, kDenseNarrowThreads,
-                                          kDenseNarrowTallRows>(b, length, 72, packed, each[3])));
+      ASSERT_TRUE(
+          (dense_scratch_bytes_of<bf16, true, DenseTile::kShort>(b, length, 72, packed, each[0])));
+      ASSERT_TRUE(
+          (dense_scratch_bytes_of<bf16, true, DenseTile::kTall>(b, length, 72, packed, each[1])));
+      ASSERT_TRUE(
+          (dense_scratch_bytes_of<bf16, true, DenseTile::kNarrow>(b, length, 72, packed, each[2])));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, DenseTile::kNarrowTall>(b, length, 72, packed,
+                                                                              each[3])));
       for (size_t e : each) {
         EXPECT_GT(e, 0u);
         EXPECT_GE(bytes, e) << length;
@@ -341,29 +395,29 @@ TEST(HostPath, LookbackTileSizes) {
     Plan p;
     ascan::Status st;
     if (bytes == 4)
-      st = backward ? plan_on<float, 4, LookbackTuning<4, true>>(sequences, length, Path::kAuto,
-                                                                 sms, p)
-                    : plan_on<float, 4, LookbackTuning<4, false>>(sequences, length, Path::kAuto,
-                                                                  sms, p);
+      st =
+          backward
+              ? plan_on<float, 4, LookbackTuning<4, true>>(sequences, length, Path::kAuto, sms, p)
+              : plan_on<float, 4, LookbackTuning<4, false>>(sequences, length, Path::kAuto, sms, p);
     else if (bytes == 2)
-      st = backward ? plan_on<float, 8, LookbackTuning<2, true>>(sequences, length, Path::kAuto,
-                                                                 sms, p)
-                    : plan_on<float, 8, LookbackTuning<2, false>>(sequences, length, Path::kAuto,
-                                                                  sms, p);
+      st =
+          backward
+              ? plan_on<float, 8, LookbackTuning<2, true>>(sequences, length, Path::kAuto, sms, p)
+              : plan_on<float, 8, LookbackTuning<2, false>>(sequences, length, Path::kAuto, sms, p);
     else
-      st = backward ? plan_on<double, 2, LookbackTuning<8, true>>(sequences, length, Path::kAuto,
-                                                                  sms, p)
-                    : plan_on<double, 2, LookbackTuning<8, false>>(sequences, length,
-                                                                   Path::kAuto, sms, p);
+      st = backward
+               ? plan_on<double, 2, LookbackTuning<8, true>>(sequences, length, Path::kAuto, sms, p)
+               : plan_on<double, 2, LookbackTuning<8, false>>(sequences, length, Path::kAuto, sms,
+                                                              p);
     EXPECT_TRUE(st.ok()) << st.message;
     EXPECT_TRUE(p.multi_block) << bytes << " " << sequences << " x " << length;
     return p.tiles;
   };
   // the sweep's cells that measured the tiny tiles faster
   EXPECT_EQ(plan(4, false, 1, 12000), TileSize::kTiny);
-  EXPECT_EQ(plan(4, false, 4, 40000), TileSize::kTiny);   // 28 main tiles: 0.21 per SM
-  EXPECT_EQ(plan(4, false, 16, 12000), TileSize::kTiny);  // 32: 0.24
-  EXPECT_EQ(plan(4, true, 16, 12000), TileSize::kTiny);   // 96: 0.73
+  EXPECT_EQ(plan(4, false, 4, 40000), TileSize::kTiny);    // 28 main tiles: 0.21 per SM
+  EXPECT_EQ(plan(4, false, 16, 12000), TileSize::kTiny);   // 32: 0.24
+  EXPECT_EQ(plan(4, true, 16, 12000), TileSize::kTiny);    // 96: 0.73
   EXPECT_EQ(plan(2, false, 16, 100000), TileSize::kTiny);  // 176: 1.33
   EXPECT_EQ(plan(2, true, 16, 100000), TileSize::kTiny);   // 352: 2.67
   // and those that did not
@@ -373,7 +427,7 @@ TEST(HostPath, LookbackTileSizes) {
   EXPECT_EQ(plan(2, true, 16, 1 << 22), TileSize::kMain);
   EXPECT_EQ(plan(8, false, 1, 100000), TileSize::kShort);  // double: no tiny tiles
   // the scratch: the tiles of the smallest policy that may run
-  Plan tiny, by_hand;
+  Plan tiny;
   ASSERT_TRUE((plan_on<float, 4, LookbackTuning<4, false>>(3, 20000, Path::kAuto, sms, tiny).ok()));
   ASSERT_EQ(tiny.tiles, TileSize::kTiny);
   constexpr int64_t kTiny = LookbackTuning<4, false>::kTinyPolicy.tile();

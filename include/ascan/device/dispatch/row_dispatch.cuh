@@ -78,17 +78,59 @@ template <class T, bool kBackward>
 constexpr int64_t kDenseNarrowTallLength = kBackward ? (sizeof(T) == 2 ? 8192 : 2048) : 4096;
 constexpr double kDenseNarrowChainsPerSm = 0.45;
 
-/// A block size or row count as a type (run_rows' launches).
-template <int N>
-using DenseInt = std::integral_constant<int, N>;
-
-/// The dense row kernel's block shapes: threads x rows a thread.
+/// The dense row kernel's block shapes: threads x rows a thread (DenseShape).
 enum class DenseTile {
   kShort,       ///< 256 x kDenseRows
   kTall,        ///< 256 x kDenseTallRows
   kNarrow,      ///< 128 x kDenseNarrowRows
   kNarrowTall,  ///< 128 x kDenseNarrowTallRows
 };
+
+/// A DenseTile's block: threads, rows a thread, and the staged bytes of its dynamic shared memory.
+/// The one place a tile's numbers are spelled: run_rows' fits check and launch and the workspace
+/// (dense_scratch_bytes) all read them here.
+template <class T, bool kBackward, DenseTile kTile>
+struct DenseShape {
+  static constexpr bool kWide = kTile == DenseTile::kShort || kTile == DenseTile::kTall;
+  static constexpr int kThreads = kWide ? kDenseThreads : kDenseNarrowThreads;
+  static constexpr int kRows = kTile == DenseTile::kShort    ? kDenseRows<T, kBackward>
+                               : kTile == DenseTile::kTall   ? kDenseTallRows<kBackward>
+                               : kTile == DenseTile::kNarrow ? kDenseNarrowRows
+                                                             : kDenseNarrowTallRows;
+  static constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
+  /// The tile a call falls back to where this one does not fit the device (dense_fits): the
+  /// short tile of the same block size.
+  static constexpr DenseTile kFallback = kWide ? DenseTile::kShort : DenseTile::kNarrow;
+};
+
+/// Whether a call of this type and direction, packed (the dense kernel's packed form) or not, can
+/// take `tile`: dense_tile's choices and their fallbacks. run_rows instantiates the kernels of
+/// these only.
+template <class T, bool kBackward, bool kPacked>
+constexpr bool dense_reachable(DenseTile tile) {
+  const bool narrow = tile == DenseTile::kNarrow || tile == DenseTile::kNarrowTall;
+  if (kPacked && !kDensePackedNarrow<T>)
+    return tile == DenseTile::kShort ||
+           (kDensePackedTall<T, kBackward> && tile == DenseTile::kTall);
+  return narrow || (!kPacked && sizeof(T) == 2);
+}
+
+/// Calls `f` with `tile` as a std::integral_constant, and returns what it returns.
+template <class F>
+decltype(auto) with_dense_tile(DenseTile tile, F&& f) {
+  using D = DenseTile;
+  switch (tile) {
+    case D::kTall:
+      return f(std::integral_constant<D, D::kTall>{});
+    case D::kNarrow:
+      return f(std::integral_constant<D, D::kNarrow>{});
+    case D::kNarrowTall:
+      return f(std::integral_constant<D, D::kNarrowTall>{});
+    case D::kShort:
+    default:
+      return f(std::integral_constant<D, D::kShort>{});
+  }
+}
 
 /// The shape a dense row kernel call takes (run_rows takes the short tile of the same block size
 /// instead where the one picked does not fit the device, dense_fits). Packed calls (one chain
@@ -142,14 +184,14 @@ cudaError_t dense_fits(bool& fits) {
   return cudaSuccess;
 }
 
-/// Look-back records of a dense call in blocks of kThreads threads of kRows rows: every
-/// (sequence, slab, tile of the sequence); for a packed call (one batch) and kDensePremark, each
-/// tile's start bits after them.
-template <class T, bool kBackward, int kThreads, int kRows>
+/// Look-back records of a dense call in tiles of kTile: every (sequence, slab, tile of the
+/// sequence); for a packed call (one batch) and kDensePremark, each tile's start bits after them.
+template <class T, bool kBackward, DenseTile kTile>
 bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, bool packed,
                             size_t& bytes) {
+  using Shape = DenseShape<T, kBackward, kTile>;
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kDenseLanes>;
+  constexpr int kTileRows = kDenseTileRows<Shape::kThreads, Shape::kRows, kDenseLanes>;
   const int64_t tiles = ceil_div(length, int64_t(kTileRows));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
@@ -163,15 +205,13 @@ bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, boo
 template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
                          size_t& bytes) {
+  using D = DenseTile;
   size_t each[4] = {};
-  if (!dense_scratch_bytes_of<T, kBackward, kDenseThreads, kDenseRows<T, kBackward>>(
-          batch, length, channels, packed, each[0]) ||
-      !dense_scratch_bytes_of<T, kBackward, kDenseThreads, kDenseTallRows<kBackward>>(
-          batch, length, channels, packed, each[1]) ||
-      !dense_scratch_bytes_of<T, kBackward, kDenseNarrowThreads, kDenseNarrowRows>(
-          batch, length, channels, packed, each[2]) ||
-      !dense_scratch_bytes_of<T, kBackward, kDenseNarrowThreads, kDenseNarrowTallRows>(
-          batch, length, channels, packed, each[3]))
+  if (!dense_scratch_bytes_of<T, kBackward, D::kShort>(batch, length, channels, packed, each[0]) ||
+      !dense_scratch_bytes_of<T, kBackward, D::kTall>(batch, length, channels, packed, each[1]) ||
+      !dense_scratch_bytes_of<T, kBackward, D::kNarrow>(batch, length, channels, packed, each[2]) ||
+      !dense_scratch_bytes_of<T, kBackward, D::kNarrowTall>(batch, length, channels, packed,
+                                                            each[3]))
     return false;
   bytes = 0;
   for (size_t b : each) bytes = b > bytes ? b : bytes;
@@ -255,78 +295,52 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
       if (const Status st = current_multiprocessors(sms); !st.ok()) return st;
     }
     tile = dense_tile<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
-    bool fits = true;
-    cudaError_t e = cudaSuccess;
-    if (tile == DenseTile::kTall) {
-      constexpr int kShared = kDenseStageBytes<kBackward, kDenseThreads, kDenseTallRows<kBackward>>;
-      e = packed
-              ? dense_fits<
-                    &dense_row_kernel<T, kBackward, false, kDenseThreads, kDenseTallRows<kBackward>,
-                                      kDenseLanes, kDensePackedTall<T, kBackward>>,
-                    kShared>(fits)
-              : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseThreads,
-                                             kDenseTallRows<kBackward>, kDenseLanes, false>,
-                           kShared>(fits);
-    } else if (tile == DenseTile::kNarrowTall) {
-      constexpr int kShared =
-          kDenseStageBytes<kBackward, kDenseNarrowThreads, kDenseNarrowTallRows>;
-      e = packed ? dense_fits<
-                       &dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
-                                         kDenseNarrowTallRows, kDenseLanes, kDensePackedNarrow<T>>,
-                       kShared>(fits)
-                 : dense_fits<&dense_row_kernel<T, kBackward, false, kDenseNarrowThreads,
-                                                kDenseNarrowTallRows, kDenseLanes, false>,
-                              kShared>(fits);
-    }
+    // the tall tiles only: the short ones are what a call falls back to
+    const auto fits = [&](auto kind, auto packed_form, bool& yes) -> cudaError_t {
+      constexpr DenseTile kTile = decltype(kind)::value;
+      constexpr bool kPacked = decltype(packed_form)::value;
+      using Shape = DenseShape<T, kBackward, kTile>;
+      yes = true;
+      if constexpr ((kTile == DenseTile::kTall || kTile == DenseTile::kNarrowTall) &&
+                    dense_reachable<T, kBackward, kPacked>(kTile))
+        return dense_fits<&dense_row_kernel<T, kBackward, false, Shape::kThreads, Shape::kRows,
+                                            kDenseLanes, kPacked>,
+                          Shape::kShared>(yes);
+      return cudaSuccess;
+    };
+    bool yes = true;
+    const cudaError_t e = with_dense_tile(tile, [&](auto kind) {
+      return packed ? fits(kind, std::true_type{}, yes) : fits(kind, std::false_type{}, yes);
+    });
     if (e != cudaSuccess) {
       clear_our_error(e);
       return Status::cuda_error(e);
     }
-    if (!fits) tile = tile == DenseTile::kNarrowTall ? DenseTile::kNarrow : DenseTile::kShort;
+    if (!yes)
+      tile = with_dense_tile(tile, [](auto kind) {
+        return DenseShape<T, kBackward, decltype(kind)::value>::kFallback;
+      });
   }
   // a walking call needs no workspace (with_scratch allocates none and a query answers 1 byte)
   return with_scratch(scratch, walk ? 0 : bytes, stream, [&](void* workspace) {
     if (dense) {
       const DenseRowParams<T> d = dense_params<T, kBackward>(p);
-      const auto launch = [&](auto threads, auto rows, auto packed_form) -> cudaError_t {
-        constexpr int kThreads = decltype(threads)::value;
-        constexpr int kRows = decltype(rows)::value;
+      const auto launch = [&](auto kind, auto packed_form) -> cudaError_t {
+        constexpr DenseTile kTile = decltype(kind)::value;
         constexpr bool kPacked = decltype(packed_form)::value;
-        return desc ? launch_dense_rows<T, kBackward, true, kThreads, kRows, kDenseLanes, kPacked>(
-                          d, workspace, stream)
-                    : launch_dense_rows<T, kBackward, false, kThreads, kRows, kDenseLanes, kPacked>(
-                          d, workspace, stream);
-      };
-      if (lean) {
-        if constexpr (!kDensePackedNarrow<T>) {
-          if constexpr (kDensePackedTall<T, kBackward>) {
-            if (tile == DenseTile::kTall)
-              return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseTallRows<kBackward>>{},
-                            std::true_type{});
-          }
-          return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseRows<T, kBackward>>{},
-                        std::true_type{});
+        using Shape = DenseShape<T, kBackward, kTile>;
+        if constexpr (dense_reachable<T, kBackward, kPacked>(kTile)) {
+          return desc ? launch_dense_rows<T, kBackward, true, Shape::kThreads, Shape::kRows,
+                                          kDenseLanes, kPacked>(d, workspace, stream)
+                      : launch_dense_rows<T, kBackward, false, Shape::kThreads, Shape::kRows,
+                                          kDenseLanes, kPacked>(d, workspace, stream);
         } else {
-          if (tile == DenseTile::kNarrowTall)
-            return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowTallRows>{},
-                          std::true_type{});
-          return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowRows>{},
-                        std::true_type{});
+          return cudaErrorInvalidValue;  // dense_tile never gives this call the tile
         }
-      }
-      if (tile == DenseTile::kNarrowTall)
-        return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowTallRows>{},
-                      std::false_type{});
-      if constexpr (sizeof(T) == 2) {  // 256-thread blocks: 16-bit calls of few chains
-        if (tile == DenseTile::kTall)
-          return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseTallRows<kBackward>>{},
-                        std::false_type{});
-        if (tile == DenseTile::kShort)
-          return launch(DenseInt<kDenseThreads>{}, DenseInt<kDenseRows<T, kBackward>>{},
-                        std::false_type{});
-      }
-      return launch(DenseInt<kDenseNarrowThreads>{}, DenseInt<kDenseNarrowRows>{},
-                    std::false_type{});
+      };
+      return with_dense_tile(tile, [&](auto kind) {
+        return lean ? launch(kind, std::true_type{}) : launch(kind, std::false_type{});
+      });
     }
     if (walk) {
       if (desc)

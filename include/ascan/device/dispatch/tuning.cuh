@@ -397,7 +397,7 @@ struct LookbackTuning {
   /// against 0.973); five vectors up to 0.05 faster on the largest cells and up to 0.09 slower on
   /// the smallest. Double has none (not measured).
   static constexpr LookbackPolicy kTinyPolicy{64, 3 * V, 8, 0, LookbackHold::kStaged};
-  static constexpr double kTinyBelowTilesPerSm = kBytes == 8 ? 0.0
+  static constexpr double kTinyBelowTilesPerSm = kBytes == 8   ? 0.0
                                                  : kBytes == 4 ? (kBackward ? 1.0 : 0.4)
                                                                : (kBackward ? 3.0 : 1.5);
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
