@@ -162,32 +162,32 @@ constexpr LookbackHold kStaged = LookbackHold::kStaged;  // the holds of the cur
 // Staged candidates: v = vectors per thread staged in shared memory, r = vectors per thread held
 // in registers, u = staged vectors per loop iteration (none: fully unrolled), p = the first
 // wave's pace in percent of the device's peak memory bandwidth (none: not paced).
+// The tiny tiles (LookbackTuning::kTinyPolicy: 64 x 3), in either direction.
 template <class T>
-using ForwardCandidates = std::tuple<LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
-                                     LookbackCandidate<T, 64, 17, 6, kStaged, 8, 0, 80>,
-                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>,
-                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 70>,
-                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 80>,
-                                     LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 90>,
-                                     LookbackCandidate<T, 64, 13, 8, kStaged, 4, 2, 80>,
-                                     LookbackCandidate<T, 64, 11, 8, kStaged, 4, 2, 80>,
-                                     LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2, 80>,
-                                     LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>,
-                                     LookbackCandidate<T, 64, 1, 8, kStaged>,
-                                     LookbackCandidate<T, 64, 3, 8, kStaged>,
-                                     LookbackCandidate<T, 64, 5, 8, kStaged>,
-                                     LookbackCandidate<T, 128, 1, 8, kStaged>,
-                                     LookbackCandidate<T, 128, 3, 8, kStaged>>;
+using TinyCandidates =
+    std::tuple<LookbackCandidate<T, 64, 1, 8, kStaged>, LookbackCandidate<T, 64, 3, 8, kStaged>,
+               LookbackCandidate<T, 64, 5, 8, kStaged>, LookbackCandidate<T, 128, 1, 8, kStaged>,
+               LookbackCandidate<T, 128, 3, 8, kStaged>>;
 template <class T>
-using BackwardCandidates = std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
-                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,
-                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
-                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>,
-                                      LookbackCandidate<T, 64, 1, 8, kStaged>,
-                                      LookbackCandidate<T, 64, 3, 8, kStaged>,
-                                      LookbackCandidate<T, 64, 5, 8, kStaged>,
-                                      LookbackCandidate<T, 128, 1, 8, kStaged>,
-                                      LookbackCandidate<T, 128, 3, 8, kStaged>>;
+using ForwardCandidates = decltype(std::tuple_cat(
+    std::tuple<LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
+               LookbackCandidate<T, 64, 17, 6, kStaged, 8, 0, 80>,
+               LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>,
+               LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 70>,
+               LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 80>,
+               LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2, 90>,
+               LookbackCandidate<T, 64, 13, 8, kStaged, 4, 2, 80>,
+               LookbackCandidate<T, 64, 11, 8, kStaged, 4, 2, 80>,
+               LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2, 80>,
+               LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>>{},
+    TinyCandidates<T>{}));
+template <class T>
+using BackwardCandidates = decltype(std::tuple_cat(
+    std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
+               LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,
+               LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
+               LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>>{},
+    TinyCandidates<T>{}));
 
 /// One path of the library's dispatch forced (row 0: one block per sequence, 1: multi-block,
 /// 2: the flat kernel), forward or backward, default tables.
