@@ -162,7 +162,8 @@ constexpr LookbackHold kStaged = LookbackHold::kStaged;  // the holds of the cur
 // Staged candidates: v = vectors per thread staged in shared memory, r = vectors per thread held
 // in registers, u = staged vectors per loop iteration (none: fully unrolled), p = the first
 // wave's pace in percent of the device's peak memory bandwidth (none: not paced).
-// The tiny tiles (LookbackTuning::kTinyPolicy: 64 x 3), in either direction.
+
+// The tiny tiles (LookbackTuning::kTinyPolicy: 64 x 3) and their neighbours, in either direction.
 template <class T>
 using TinyCandidates =
     std::tuple<LookbackCandidate<T, 64, 1, 8, kStaged>, LookbackCandidate<T, 64, 3, 8, kStaged>,

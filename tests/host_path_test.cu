@@ -358,10 +358,14 @@ TEST(HostPath, DenseTileShapes) {
           };
           EXPECT_TRUE(reach_h(h));
           EXPECT_TRUE(reach_f(f));
-          const bool wide_h = h == DenseTile::kShort || h == DenseTile::kTall;
-          const bool wide_f = f == DenseTile::kShort || f == DenseTile::kTall;
-          EXPECT_TRUE(reach_h(wide_h ? DenseTile::kShort : DenseTile::kNarrow));
-          EXPECT_TRUE(reach_f(wide_f ? DenseTile::kShort : DenseTile::kNarrow));
+          const auto fallback = [](auto t, DenseTile tile) {
+            using U = decltype(t);
+            return with_dense_tile(tile, [](auto kind) {
+              return DenseShape<U, false, decltype(kind)::value>::kFallback;
+            });
+          };
+          EXPECT_TRUE(reach_h(fallback(bf16{}, h)));
+          EXPECT_TRUE(reach_f(fallback(float{}, f)));
         }
   // the workspace covers every shape, packed start words included
   for (const bool packed : {false, true})

@@ -14,8 +14,8 @@
 //                            multiprocessor) and a sequence spans more than one of its tiles;
 //                            scratch memory for the tile states. Calls that make few tiles take the
 //                            tuning's smaller tiles (LookbackTuning::kShortPolicy; for 16-bit
-//                            types lookback_kernel's), and calls that make fewer than about one
-//                            per multiprocessor its smallest (kTinyPolicy).
+//                            types lookback_kernel's), and calls that make fewer still (0.4 to 3
+//                            per multiprocessor, by dtype and pass) its smallest (kTinyPolicy).
 //
 // Scratch follows CUB's two-phase rule: a call with a null workspace reports the bytes needed
 // (at least 1) and launches nothing; a call with a workspace too small is an error. The bytes

@@ -103,9 +103,10 @@ struct DenseShape {
   static constexpr DenseTile kFallback = kWide ? DenseTile::kShort : DenseTile::kNarrow;
 };
 
-/// Whether a call of this type and direction, packed (the dense kernel's packed form) or not, can
-/// take `tile`: dense_tile's choices and their fallbacks. run_rows instantiates the kernels of
-/// these only.
+/// Whether a call of this type and direction, packed (the dense kernel's packed form) or not, may
+/// take `tile`: every choice of dense_tile and its fallback, and a little more (packed f32 and
+/// double backward, which dense_tile gives the short narrow tile, may take the tall one). run_rows
+/// instantiates the kernels of these only.
 template <class T, bool kBackward, bool kPacked>
 constexpr bool dense_reachable(DenseTile tile) {
   const bool narrow = tile == DenseTile::kNarrow || tile == DenseTile::kNarrowTall;

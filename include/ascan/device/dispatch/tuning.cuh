@@ -280,7 +280,8 @@ struct LookbackFallbackTuning {
 };
 
 /// The multi-block path's policies for elements of `kBytes` bytes, forward or backward: kPolicy,
-/// and kShortPolicy for calls that make few of its tiles. Chosen on the H200 by sweeps (bench
+/// kShortPolicy for calls that make few of its tiles, and kTinyPolicy for calls that make fewer
+/// still. Chosen on the H200 by sweeps (bench
 /// --ascan_tune_multi) on the four long rows (1, 1, 2^28) / (1, 16, 2^22) / (2, 4, 2^24) /
 /// (1, 128, 2^20) and on short shapes: bench/RESULTS.md, "Few long sequences" has the runs behind
 /// each value, and "What was tried and dropped, and why" the shapes not taken. Double is not
@@ -367,7 +368,7 @@ struct LookbackTuning {
   /// backward's cut-off, 32 of its main tiles per multiprocessor, lies above the short shapes
   /// measured (1.7 to 27.6 of them) and below the long rows (220 and more); where between the two
   /// tiles cross is not measured.
-  /// max_sequences_per_sm of the short and fallback policies is not read.
+  /// max_sequences_per_sm of the short, tiny and fallback policies is not read.
   static constexpr double kBackwardShortBelow = kBytes == 2
                                                     ? scaled(12.0, 128 * 7 * V, kBackwardPolicy)
                                                 : kBytes == 4 ? 32.0
@@ -378,13 +379,13 @@ struct LookbackTuning {
                     : 16.0;
   static constexpr double kShortBelowTilesPerSm =
       kBackward ? kBackwardShortBelow : kForwardShortBelow;
-  /// Calls that make under kTinyBelowTilesPerSm of kPolicy's tiles per multiprocessor, about one
-  /// or fewer, take kTinyPolicy's tiles: 64 threads x 3 staged vectors at 8 blocks per
-  /// multiprocessor (768 f32 elements, 1536 16-bit), none held. A few long sequences of a few
-  /// thousand to 10^5 elements make a grid of a few dozen short tiles, too few to overlap one
-  /// tile's loads with another's look-back; tiles of a few vectors a thread make hundreds of
-  /// blocks, each a short chain of phases. Measured on the H200 (--ascan_tune_multi on the
-  /// sweep's cells of 1, 4 and 16 sequences of 5000 to 10^5 elements, lowest of three runs,
+  /// Calls that make under kTinyBelowTilesPerSm of kPolicy's tiles per multiprocessor (f32
+  /// forward 0.4, backward 1.0; 16-bit 1.5 and 3.0) take kTinyPolicy's tiles: 64 threads x 3 staged
+  /// vectors at 8 blocks per multiprocessor (768 f32 elements, 1536 16-bit), none held. A few long
+  /// sequences of a few thousand to 10^5 elements make a grid of a few dozen short tiles, too few
+  /// to overlap one tile's loads with another's look-back; tiles of a few vectors a thread make
+  /// hundreds of blocks, each a short chain of phases. Measured on the H200 (--ascan_tune_multi on
+  /// the sweep's cells of 1, 4 and 16 sequences of 5000 to 10^5 elements, lowest of three runs,
   /// bench/results/tune_tiny_c46365b_run*.json; bench/RESULTS.md, "Tiny multi-block tiles"),
   /// against the short tiles, at main tiles per multiprocessor: f32 forward 0.48 -> 0.55 at
   /// (1, 12000), 0.65 -> 0.74 at (4, 40000), 0.91 -> 1.00 at (16, 12000) (0.02-0.24), and no
@@ -395,7 +396,9 @@ struct LookbackTuning {
   /// against 0.842). Tiles of one vector a thread were faster still on the smallest 16-bit
   /// backward cells (up to 0.09) and slower on the larger ones (bf16 forward (16, 40000): 0.863
   /// against 0.973); five vectors up to 0.05 faster on the largest cells and up to 0.09 slower on
-  /// the smallest. Double has none (not measured).
+  /// the smallest. The 16-bit cut-offs lie just above the largest cells measured (1.33 and 2.67);
+  /// between those and the short tiles' cut-offs is not measured. Double never takes the tiny
+  /// tiles (cut-off 0: not measured).
   static constexpr LookbackPolicy kTinyPolicy{64, 3 * V, 8, 0, LookbackHold::kStaged};
   static constexpr double kTinyBelowTilesPerSm = kBytes == 8   ? 0.0
                                                  : kBytes == 4 ? (kBackward ? 1.0 : 0.4)
