@@ -344,28 +344,23 @@ TEST(HostPath, DenseTileShapes) {
                                        : dense_tile<bf16, false>(bb, length, 1024, packed, sms);
           const DenseTile f = backward ? dense_tile<float, true>(bb, length, 1024, packed, sms)
                                        : dense_tile<float, false>(bb, length, 1024, packed, sms);
-          const auto reach_h = [&](DenseTile t) {
-            return backward ? (packed ? dense_reachable<bf16, true, true>(t)
-                                      : dense_reachable<bf16, true, false>(t))
-                            : (packed ? dense_reachable<bf16, false, true>(t)
-                                      : dense_reachable<bf16, false, false>(t));
+          const auto reach = [&](auto t, DenseTile tile) {
+            using U = decltype(t);
+            return backward ? (packed ? dense_reachable<U, true, true>(tile)
+                                      : dense_reachable<U, true, false>(tile))
+                            : (packed ? dense_reachable<U, false, true>(tile)
+                                      : dense_reachable<U, false, false>(tile));
           };
-          const auto reach_f = [&](DenseTile t) {
-            return backward ? (packed ? dense_reachable<float, true, true>(t)
-                                      : dense_reachable<float, true, false>(t))
-                            : (packed ? dense_reachable<float, false, true>(t)
-                                      : dense_reachable<float, false, false>(t));
-          };
-          EXPECT_TRUE(reach_h(h));
-          EXPECT_TRUE(reach_f(f));
+          EXPECT_TRUE(reach(bf16{}, h));
+          EXPECT_TRUE(reach(float{}, f));
           const auto fallback = [](auto t, DenseTile tile) {
             using U = decltype(t);
             return with_dense_tile(tile, [](auto kind) {
               return DenseShape<U, false, decltype(kind)::value>::kFallback;
             });
           };
-          EXPECT_TRUE(reach_h(fallback(bf16{}, h)));
-          EXPECT_TRUE(reach_f(fallback(float{}, f)));
+          EXPECT_TRUE(reach(bf16{}, fallback(bf16{}, h)));
+          EXPECT_TRUE(reach(float{}, fallback(float{}, f)));
         }
   // the workspace covers every shape, packed start words included
   for (const bool packed : {false, true})

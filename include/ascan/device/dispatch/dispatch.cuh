@@ -112,11 +112,17 @@ template <class L>
 struct FallbackOf<L, std::void_t<typename L::Fallback>> {
   static constexpr LookbackPolicy kPolicy = L::Fallback::kPolicy;
 };
+/// The policy of tiles of `size` in tuning L (where L gives no tiny tiles its short ones, and no
+/// short tiles its main ones): what plan_on sizes the scratch by and launch_lookback launches.
+template <class L>
+constexpr LookbackPolicy policy_of(TileSize size) {
+  return size == TileSize::kTiny    ? TinyTilesOf<L>::kPolicy
+         : size == TileSize::kShort ? ShortTilesOf<L>::kPolicy
+                                    : L::kPolicy;
+}
 template <class L, TileSize kSize>
 struct PolicyOf {
-  static constexpr LookbackPolicy kPolicy = kSize == TileSize::kTiny    ? TinyTilesOf<L>::kPolicy
-                                            : kSize == TileSize::kShort ? ShortTilesOf<L>::kPolicy
-                                                                        : L::kPolicy;
+  static constexpr LookbackPolicy kPolicy = policy_of<L>(kSize);
 };
 
 /// The tiles of `sequences` sequences of at most `span` elements in tiles of `tile`: each
@@ -156,9 +162,7 @@ Status plan_on(int64_t sequences, int64_t length, Path path, int sms, Plan& plan
   plan.tiles = main_tiles < Tiny::kBelowTilesPerSm * sms    ? TileSize::kTiny
                : main_tiles < Short::kBelowTilesPerSm * sms ? TileSize::kShort
                                                             : TileSize::kMain;
-  const int64_t tile = plan.tiles == TileSize::kTiny    ? Tiny::kPolicy.tile()
-                       : plan.tiles == TileSize::kShort ? Short::kPolicy.tile()
-                                                        : P.tile();
+  const int64_t tile = policy_of<Lookback>(plan.tiles).tile();
   constexpr int64_t kFallbackTile = FallbackOf<Lookback>::kPolicy.tile();
   const int64_t smallest = tile < kFallbackTile ? tile : kFallbackTile;  // either may run
   if (double(sequences) * double(ceil_div(span, smallest)) > double(kMaxTiles)) {
