@@ -32,6 +32,13 @@ __extension__ typedef __int128 i128;
 constexpr i128 kI64Max = INT64_MAX;
 constexpr i128 kAddressMax = static_cast<i128>(static_cast<uint64_t>(UINTPTR_MAX));
 
+/// a * b for two 64-bit values (up to 2^126 in magnitude) clamped to 2^120, so that a sum of three
+/// such terms cannot overflow 128 bits; every bound it is compared with is far below the clamp.
+inline i128 clamped_product(i128 a, i128 b) {
+  const i128 limit = i128(1) << 120, p = a * b;
+  return p > limit ? limit : (p < -limit ? -limit : p);
+}
+
 /// A seed from ASCAN_TEST_SEED when set (to replay a failure), else a fresh one.
 inline uint64_t fresh_seed() {
   if (const char* env = std::getenv("ASCAN_TEST_SEED"); env != nullptr && *env != '\0')
@@ -336,7 +343,7 @@ inline bool make_oview(uint64_t addr, int nd, const i128* size, const i128* stri
   for (int k = 0; k < nd; ++k) {
     v.size[k] = size[k];
     v.stride[k] = stride[k];
-    extent += (size[k] - 1) * stride[k];
+    extent += clamped_product(size[k] - 1, stride[k]);
   }
   if (extent > kI64Max || extent * elem > kI64Max) return false;
   v.lo = addr;
@@ -626,9 +633,11 @@ class Gen {
 
   /// Elements from the first to one past the last element of `st` over `s` (saturated).
   static i128 extent(const Shape& s, const Strides& st) {
-    const i128 e = 1 + (s.batch > 0 ? s.batch - 1 : 0) * static_cast<i128>(st.batch_stride) +
-                   (s.channels > 0 ? s.channels - 1 : 0) * static_cast<i128>(st.channel_stride) +
-                   (s.length > 0 ? s.length - 1 : 0) * static_cast<i128>(st.time_stride);
+    const auto term = [](int64_t n, int64_t stride) {
+      return clamped_product(n > 0 ? n - 1 : 0, stride);
+    };
+    const i128 e = 1 + term(s.batch, st.batch_stride) + term(s.channels, st.channel_stride) +
+                   term(s.length, st.time_stride);
     return e < 1 ? 1 : e;
   }
 
