@@ -257,9 +257,29 @@ TEST(HostPath, RowRule) {
             512);
   EXPECT_EQ(tile(BackwardTuning<4>::kPolicies[select_row<4, BackwardTuning<4>>(1024, 3003, 132)]),
             2048);
-  // the lengths the tables were measured on keep their rows
+  // 16-bit forward past 8192: the 128-thread tiles of 4096 where they fill the GPU, the 256-thread
+  // tiles of 4096 where they do not
+  const ScanPolicy& filled =
+      ScanTuning<2>::kPolicies[select_row<2, ScanTuning<2>>(1024, 40000, 132)];
+  const ScanPolicy& unfilled =
+      ScanTuning<2>::kPolicies[select_row<2, ScanTuning<2>>(256, 40000, 132)];
+  EXPECT_EQ(filled.threads, 128);
+  EXPECT_EQ(filled.tile(), 4096);
+  EXPECT_EQ(unfilled.threads, 256);
+  EXPECT_EQ(unfilled.tile(), 4096);
+  EXPECT_EQ((select_row<2, ScanTuning<2>>(65536)), (select_policy<2, ScanTuning<2>>(8192)));
+  // f32 past 8192: tiles of 2048, forward and backward, whatever the sequences
+  for (const int64_t sequences : {int64_t{256}, int64_t{1024}, int64_t{4096}}) {
+    EXPECT_EQ(tile(ScanTuning<4>::kPolicies[select_row<4, ScanTuning<4>>(sequences, 40000, 132)]),
+              2048);
+    EXPECT_EQ(
+        tile(BackwardTuning<4>::kPolicies[select_row<4, BackwardTuning<4>>(sequences, 40000, 132)]),
+        2048);
+  }
+  // the lengths the tables were measured on keep their rows (16-bit forward at 65536: above)
   for (const int64_t span : {128, 1024, 2048, 4096, 8192, 65536}) {
-    EXPECT_EQ((select_row<2, ScanTuning<2>>(span)), (select_policy<2, ScanTuning<2>>(span)));
+    if (span != 65536)
+      EXPECT_EQ((select_row<2, ScanTuning<2>>(span)), (select_policy<2, ScanTuning<2>>(span)));
     EXPECT_EQ((select_row<4, ScanTuning<4>>(span)), (select_policy<4, ScanTuning<4>>(span)));
     EXPECT_EQ((select_row<2, BackwardTuning<2>>(span)),
               (select_policy<2, BackwardTuning<2>>(span)));
@@ -385,7 +405,7 @@ TEST(HostPath, DenseTileShapes) {
 
 // The multi-block path's tile sizes (plan_on on 132 multiprocessors): the tiny tiles below
 // LookbackTuning::kTinyBelowTilesPerSm main tiles per multiprocessor (f32 forward 0.4, backward
-// 1.0; 16-bit 1.5 and 3.0), the short tiles below kShortBelowTilesPerSm, the main ones above; the
+// 1.0; 16-bit 1.5 and 5.0), the short tiles below kShortBelowTilesPerSm, the main ones above; the
 // scratch covers the tiles the call takes (and the fallback's, which may run instead).
 TEST(HostPath, LookbackTileSizes) {
   using namespace ascan::detail;
@@ -419,11 +439,15 @@ TEST(HostPath, LookbackTileSizes) {
   EXPECT_EQ(plan(4, true, 16, 12000), TileSize::kTiny);    // 96: 0.73
   EXPECT_EQ(plan(2, false, 16, 100000), TileSize::kTiny);  // 176: 1.33
   EXPECT_EQ(plan(2, true, 16, 100000), TileSize::kTiny);   // 352: 2.67
+  EXPECT_EQ(plan(2, true, 256, 5000), TileSize::kTiny);    // 512: 3.9
+  EXPECT_EQ(plan(2, true, 64, 40000), TileSize::kTiny);    // 576: 4.4
   // and those that did not
   EXPECT_EQ(plan(4, false, 4, 100000), TileSize::kShort);  // 64: 0.48
   EXPECT_EQ(plan(4, true, 4, 100000), TileSize::kShort);   // 176: 1.33
   EXPECT_EQ(plan(4, false, 16, 1 << 22), TileSize::kMain);
   EXPECT_EQ(plan(2, true, 16, 1 << 22), TileSize::kMain);
+  EXPECT_EQ(plan(2, true, 256, 12000), TileSize::kMain);   // 768: 5.8 (16-bit backward: no
+  EXPECT_EQ(plan(2, true, 64, 100000), TileSize::kMain);   // 1408: 10.7  short tiles)
   EXPECT_EQ(plan(8, false, 1, 100000), TileSize::kShort);  // double: no tiny tiles
   // the scratch: the tiles of the smallest policy that may run
   Plan tiny;

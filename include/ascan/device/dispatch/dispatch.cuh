@@ -205,6 +205,27 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
   return plan_on<C, kVec, Lookback>(sequences, length, path, sms, plan);
 }
 
+/// An answer of the runtime about one kernel on one device (an int >= 0: blocks resident, or
+/// whether it fits), asked by `ask(answer)` once per device and `Question`, then remembered:
+/// each Question type (a local struct of the asking function template, so one per kernel and
+/// shape) has its own memo. Devices beyond the first kDevices are asked on every call. An answer
+/// that could not be had (`ask` failed) is not remembered.
+template <class Question, class Ask>
+cudaError_t remembered_per_device(int device, int& answer, Ask&& ask) {
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices];  // 0 not asked, else the answer + 1
+  const bool kept = device >= 0 && device < kDevices;
+  const int v = kept ? known[device].load(std::memory_order_acquire) : 0;
+  if (v > 0) {
+    answer = v - 1;
+    return cudaSuccess;
+  }
+  answer = 0;
+  const cudaError_t e = ask(answer);
+  if (e == cudaSuccess && kept) known[device].store(answer + 1, std::memory_order_release);
+  return e;
+}
+
 /// Whether the staged kernel `kKernel` runs on `device` (compiled for sm_90 or later; any kernel
 /// where not `kStaged`) and how many of its blocks (`kThreads` threads, `kSharedBytes` of dynamic
 /// shared memory) a multiprocessor holds: `resident`, 0 where it does not run. Asked of the runtime
@@ -214,9 +235,6 @@ Status make_plan(int64_t sequences, int64_t length, Path path, bool scratch_allo
 /// policies, only double's forward tile needs it).
 template <auto kKernel, int kThreads, int kSharedBytes, bool kStaged = true>
 cudaError_t prepare_staged(int device, int& resident) {
-  constexpr int kDevices = 64;              // devices beyond these are asked on every launch
-  static std::atomic<int> known[kDevices];  // 0 not asked, -1 does not run, else resident + 1
-  cudaError_t e = cudaSuccess;
   const auto allow_shared = [] {
     // a kernel with static shared memory (not kStaged) is allowed its dynamic bytes whatever
     // their size: the default allowance is 48 KiB less the static bytes
@@ -224,25 +242,18 @@ cudaError_t prepare_staged(int device, int& resident) {
                ? allow_dynamic_shared(kKernel, kSharedBytes)
                : cudaSuccess;
   };
-  const int v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
-  if (v != 0) {
-    resident = v > 0 ? v - 1 : 0;
-    return resident > 0 ? allow_shared() : cudaSuccess;
-  }
-  bool supported = false;
-  resident = 0;
-  if (!kStaged)
-    supported = true;
-  else if ((e = stage_supported(kKernel, supported)) != cudaSuccess)
-    return e;
-  if (supported) {
-    if ((e = allow_shared()) != cudaSuccess) return e;
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kKernel, kThreads, kSharedBytes);
-    if (e != cudaSuccess) return e;
-  }
-  if (device < kDevices)
-    known[device].store(supported ? resident + 1 : -1, std::memory_order_release);
-  return cudaSuccess;
+  struct Resident {};
+  bool asked = false;  // this call asked the runtime, which allowed the shared memory
+  cudaError_t e = remembered_per_device<Resident>(device, resident, [&](int& blocks) {
+    asked = true;
+    bool supported = !kStaged;
+    cudaError_t err = kStaged ? stage_supported(kKernel, supported) : cudaSuccess;
+    if (err != cudaSuccess || !supported) return err;  // does not run: 0 resident
+    if ((err = allow_shared()) != cudaSuccess) return err;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kKernel, kThreads, kSharedBytes);
+  });
+  if (e == cudaSuccess && !asked && resident > 0) e = allow_shared();
+  return e;
 }
 
 /// A fresh tag for one call's look-back records (TileStates, tile_lookback.cuh): never 0 (zeroed
@@ -319,22 +330,19 @@ cudaError_t launch_tiles(Kernel* kernel, int threads, int shared, const typename
 /// width (0 where the runtime gives neither). Asked once per device and remembered: the clock's
 /// query takes 0.35-0.7 ms on the H200 (a call that waited on it measured 672 µs, not 115).
 inline cudaError_t peak_memory_bandwidth(int device, double& bytes_per_ns) {
-  constexpr int kDevices = 64;                   // devices beyond these are asked on every call
-  static std::atomic<uint32_t> known[kDevices];  // MB/s + 1 (0: not asked)
-  const uint32_t v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
-  if (v != 0) {
-    bytes_per_ns = (v - 1) * 1e-3;
-    return cudaSuccess;
-  }
-  int khz = 0, bits = 0;
-  cudaError_t e = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device);
-  if (e != cudaSuccess) return e;
-  const double mb_per_s = 2.0 * double(khz) * 1e-3 * (bits / 8);  // double data rate
-  const uint32_t stored = mb_per_s > 0 && mb_per_s < 4e9 ? static_cast<uint32_t>(mb_per_s) : 0;
-  if (device < kDevices) known[device].store(stored + 1, std::memory_order_release);
-  bytes_per_ns = stored * 1e-3;
-  return cudaSuccess;
+  struct PeakBandwidth {};
+  int mb_per_s = 0;  // MB/s, 0 where unknown
+  const cudaError_t e = remembered_per_device<PeakBandwidth>(device, mb_per_s, [device](int& mb) {
+    int khz = 0, bits = 0;
+    cudaError_t err = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device);
+    if (err == cudaSuccess)
+      err = cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device);
+    const double rate = 2.0 * double(khz) * 1e-3 * (bits / 8);  // double data rate
+    if (err == cudaSuccess) mb = rate > 0 && rate < 2e9 ? static_cast<int>(rate) : 0;
+    return err;
+  });
+  bytes_per_ns = e == cudaSuccess ? mb_per_s * 1e-3 : 0.0;
+  return e;
 }
 
 /// The first wave's pace (WavePace, tile_lookback.cuh) on `device` for the staged tiles of policy

@@ -5,7 +5,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -165,24 +164,23 @@ constexpr DenseTile dense_tile(int64_t batch, int64_t length, int64_t channels, 
 /// kernel, then remembered.
 template <auto kKernel, int kSharedBytes>
 cudaError_t dense_fits(bool& fits) {
-  constexpr int kDevices = 64;              // devices beyond these are asked on every call
-  static std::atomic<int> known[kDevices];  // 0 not asked, 1 fits, -1 does not
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;
-  const int v = device < kDevices ? known[device].load(std::memory_order_acquire) : 0;
-  if (v != 0) {
-    fits = v > 0;
-    return cudaSuccess;
-  }
-  int allowance = 0;
-  e = cudaDeviceGetAttribute(&allowance, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e != cudaSuccess) return e;
-  cudaFuncAttributes attributes{};
-  if ((e = cudaFuncGetAttributes(&attributes, kKernel)) != cudaSuccess) return e;
-  fits = size_t(kSharedBytes) + attributes.sharedSizeBytes <= size_t(allowance);
-  if (device < kDevices) known[device].store(fits ? 1 : -1, std::memory_order_release);
-  return cudaSuccess;
+  struct Fits {};
+  int answer = 0;
+  e = remembered_per_device<Fits>(device, answer, [device](int& yes) {
+    int allowance = 0;
+    cudaError_t err =
+        cudaDeviceGetAttribute(&allowance, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    cudaFuncAttributes attributes{};
+    if (err == cudaSuccess) err = cudaFuncGetAttributes(&attributes, kKernel);
+    if (err == cudaSuccess)
+      yes = size_t(kSharedBytes) + attributes.sharedSizeBytes <= size_t(allowance) ? 1 : 0;
+    return err;
+  });
+  fits = answer > 0;
+  return e;
 }
 
 /// Look-back records of a dense call in tiles of kTile: every (sequence, slab, tile of the

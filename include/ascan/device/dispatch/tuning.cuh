@@ -95,8 +95,16 @@ struct ScanTuning<4> {
       {1024, KernelKind::kBlock, 256, 256, 4, 8},         // one tile of 1024    sweep 0.95-0.97
       {2048, KernelKind::kBlock, 256, 256, 8},            // one tile of 2048    sweep 0.98-1.00
       {4096, KernelKind::kChunked, 128, 128, 8, 4},       // 4 tiles of 1024     sweep 0.995
-      {INT64_MAX, KernelKind::kChunked, 256, 256, 4, 4},  // tiles of 1024     sweep 0.97-0.99
+      {8192, KernelKind::kChunked, 256, 256, 4, 4},       // tiles of 1024       sweep 0.97-0.99
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 8, 3},  // tiles of 2048 (below)
   };
+  /// The long walk: 256 threads x 2 vectors, 3 blocks per multiprocessor, against the 256 x 1
+  /// vector at 4 of the row before it. Measured on the H200 (bench --ascan_tune's long
+  /// candidates, seven walks, lowest of three runs, results/tune_long_0aa4b95_run*.json.gz):
+  /// 1024 sequences of 12000 / 40000 / 10^5 elements 0.83 / 0.865 / 0.86 -> 0.88 / 0.92 / 0.91 of
+  /// the copy, 4096 of 12000 / 40000 0.90 / 0.93 -> 0.95 / 0.96, 256 of 12000-10^5 0.71 ->
+  /// 0.82-0.87; at 5000 elements it was 0.01-0.02 slower (1024 and 4096 sequences), so up to 8192
+  /// the walk of 1024-element tiles stays.
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
   /// select_row's margin: the first row's tiles of 512 take 1025-1536 elements from one tile of
   /// 2048 (0.70-0.86 -> 0.78-0.95 of the copy at 1100 and 1500 elements, 1024-16384 sequences);
@@ -118,9 +126,17 @@ struct ScanTuning<2> {
       {1024, KernelKind::kBlock, 128, 128, 8, 16},         // one tile of 1024    sweep 0.94-0.97
       {2048, KernelKind::kBlock, 256, 256, 8, 8},          // one tile of 2048    sweep 0.91-0.94
       {4096, KernelKind::kChunked, 128, 128, 8, 8},        // 4 tiles of 1024     sweep 0.955-0.97
-      {8192, KernelKind::kChunked, 128, 128, 32, 4},       // 2 tiles of 4096     sweep 0.99-1.00
+      {8192, KernelKind::kChunked, 128, 128, 32, 4, INT64_MAX},  // 2 tiles of 4096  0.99-1.00
       {INT64_MAX, KernelKind::kChunked, 256, 256, 16, 3},  // tiles of 4096    sweep 0.965-0.99
   };
+  /// Longer sequences walk the 8192 row's 128-thread tiles of 4096 where the call fills the
+  /// multiprocessors with them (filled_max_span, select_row), the last row's 256-thread tiles of
+  /// 4096 where it does not. Measured on the H200 (bench --ascan_tune's long candidates, lowest of
+  /// three runs, results/tune_long_0aa4b95_run*.json.gz): 1024 sequences of 12000 / 40000 / 10^5
+  /// elements 0.86 / 0.87 / 0.88 -> 0.90 / 0.90 / 0.89 of the copy, 4096 of 12000 / 40000
+  /// 0.925 / 0.94 -> 0.95 / 0.95; with 256 sequences (not filling: 128-thread blocks take
+  /// 768 threads per multiprocessor from 792 sequences) the 256-thread walk stays ahead, 0.81-0.93
+  /// against 0.78-0.89.
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
   /// select_row's margin: the 4096-element tiles of the last two rows yield to tiles of 1024
   /// (bf16 at 5000, 6500 and 9000 elements, 1024-16384 sequences: 0.63-0.78 -> 0.78-0.95 of the
@@ -192,8 +208,7 @@ struct BackwardTuning<4> {
       One::kRows[3],
       One::kRows[4],
       {1024, KernelKind::kChunked, 128, 128, 4, 8, 1536},  // 2 tiles of 512: sweep 0.94-0.97
-      {8192, KernelKind::kChunked, 256, 256, 8, 3},        // sweep 0.97-0.99
-      {INT64_MAX, KernelKind::kChunked, 128, 128, 8, 4},   // sweep 0.91-0.95
+      {INT64_MAX, KernelKind::kChunked, 256, 256, 8, 3},   // tiles of 2048: sweep 0.97-0.99
   };
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
   /// The 512-element tiles up to 1536 elements where the sequences fill the GPU, not one tile of
@@ -203,6 +218,11 @@ struct BackwardTuning<4> {
   /// select_row's margin, 4/3: tiles of 2048 walked twice over 3000-3500 elements (a third idle)
   /// measured 4-7% faster than tiles of 512 or 1024 filled, and slower only below (2049-2560
   /// elements: 3-5%); bench/results/row_rule_probe_*.txt.
+  /// The tiles of 2048 also walk sequences longer than 8192, where 128 x 2 vectors at 4 blocks
+  /// walked them before: on the H200 (bench --ascan_tune's long candidates, lowest of three runs,
+  /// results/tune_long_0aa4b95_run*.json.gz) 256 sequences of 12000-10^5 elements 0.73-0.76 ->
+  /// 0.85-0.89 of the copy, 1024 of 12000 0.89 -> 0.91, 4096 of 12000 / 40000 0.93 / 0.95 ->
+  /// 0.94 / 0.95, and 0.01 slower with 1024 sequences of 40000 and 10^5 (0.92, 0.90 -> 0.91, 0.89).
   static constexpr double kRowRuleMargin = 4.0 / 3;
 };
 
@@ -348,7 +368,8 @@ struct LookbackTuning {
   /// the register kernel of the fallback (256 threads; forward 4 vectors per thread kept in
   /// shared memory, backward 2 reloaded), 3-22% (forward) and 6-40% (backward) faster than the
   /// staged short tiles on all six short bf16 shapes of the sweep, and slower on the long rows
-  /// (bf16 backward (1, 16, 2^22): 290 µs against 210). f32 backward: 64 x 7 at 10 blocks,
+  /// (bf16 backward (1, 16, 2^22): 290 µs against 210); backward, no call takes it (its cut-off
+  /// is 0, below). f32 backward: 64 x 7 at 10 blocks,
   /// faster than the main 64 x 9 at 8 on all six short shapes of the sweep (by 1-38%: 14.5
   /// against 23.3 µs on 1x8x2^16) and 1-2% slower on three of the four long rows. Double
   /// backward has none (not measured).
@@ -359,18 +380,20 @@ struct LookbackTuning {
                     : kPolicy;
   /// The cut-offs keep the elements per multiprocessor of the tiles they were measured with
   /// (scaled): forward 16 of f32's 64 x (25 + 8) tiles and 8 of 16-bit's 64 x (17 + 8) tiles,
-  /// where the long and the short tiles cross. 16-bit backward: 12 tiles of 128 x 7; at 9.0 and
-  /// 9.7 of those (bf16 1x32x2^18, 1x128x2^16) the register kernel measured 13% faster than the
-  /// staged tile in the sweep and 3% and 7% through the library, at 55 it lost by 38%, and
-  /// between 10 and 55 is not measured. Against the 64 x 9 backward tile (18.7 of them per
-  /// multiprocessor) the register kernel measured 29-40% faster on three of the six short bf16
-  /// shapes, all below the cut-off, and within the spread on the other three. The f32
+  /// where the long and the short tiles cross. (16-bit backward: see below.) The f32
   /// backward's cut-off, 32 of its main tiles per multiprocessor, lies above the short shapes
   /// measured (1.7 to 27.6 of them) and below the long rows (220 and more); where between the two
   /// tiles cross is not measured.
   /// max_sequences_per_sm of the short, tiny and fallback policies is not read.
-  static constexpr double kBackwardShortBelow = kBytes == 2
-                                                    ? scaled(12.0, 128 * 7 * V, kBackwardPolicy)
+  /// 16-bit backward takes no short tiles (cut-off 0): from the tiny tiles' cut-off up, the main
+  /// 64 x 9 tile measured faster than the register kernel on every cell of 64 and 256 sequences
+  /// of 5000 to 10^5 elements (lowest of three, results/tune_multi_s64_s256_0aa4b95_run*.json.gz,
+  /// bench/RESULTS.md, "Multi-block cells of 64 and 256 sequences"): at 5.8, 10.7 and 17.5 main
+  /// tiles per multiprocessor 0.70 / 0.68 / 0.64 of the copy against 0.81 / 0.83 / 0.77. (The
+  /// register kernel had been measured 29-40% faster than the 64 x 9 tile on three of the six
+  /// short bf16 shapes, those of 0.9-3.6 main tiles per multiprocessor, which now take the tiny
+  /// tiles, and within the spread on the other three.)
+  static constexpr double kBackwardShortBelow = kBytes == 2   ? 0.0
                                                 : kBytes == 4 ? 32.0
                                                               : 0.0;
   static constexpr double kForwardShortBelow =
@@ -386,7 +409,7 @@ struct LookbackTuning {
   /// to overlap one tile's loads with another's look-back; tiles of a few vectors a thread make
   /// hundreds of blocks, each a short chain of phases. Measured on the H200 (--ascan_tune_multi on
   /// the sweep's cells of 1, 4 and 16 sequences of 5000 to 10^5 elements, lowest of three runs,
-  /// bench/results/tune_tiny_c46365b_run*.json; bench/RESULTS.md, "Tiny multi-block tiles"),
+  /// bench/results/tune_tiny_c46365b_run*.json.gz; bench/RESULTS.md, "Tiny multi-block tiles"),
   /// against the short tiles, at main tiles per multiprocessor: f32 forward 0.48 -> 0.55 at
   /// (1, 12000), 0.65 -> 0.74 at (4, 40000), 0.91 -> 1.00 at (16, 12000) (0.02-0.24), and no
   /// better from (4, 10^5) (0.48: 0.881 against 0.894); f32 backward (16, 12000) 0.85 -> 0.96,
@@ -400,9 +423,13 @@ struct LookbackTuning {
   /// between those and the short tiles' cut-offs is not measured. Double never takes the tiny
   /// tiles (cut-off 0: not measured).
   static constexpr LookbackPolicy kTinyPolicy{64, 3 * V, 8, 0, LookbackHold::kStaged};
+  /// 16-bit backward: 5.0, from the cells of 256 x 5000 and 64 x 40000 elements (3.9 and 4.4
+  /// main tiles per multiprocessor), where the tiny tiles measured 0.90 and 0.76 of the copy
+  /// against 0.68 and 0.74 for the main tile and 0.73 and 0.59 for the register kernel that took
+  /// them before; at 5.8 (256 x 12000) the main tile is ahead (0.81 against 0.74).
   static constexpr double kTinyBelowTilesPerSm = kBytes == 8   ? 0.0
                                                  : kBytes == 4 ? (kBackward ? 1.0 : 0.4)
-                                                               : (kBackward ? 3.0 : 1.5);
+                                                               : (kBackward ? 5.0 : 1.5);
   using Fallback = LookbackFallbackTuning<kBytes, kBackward>;
 };
 
@@ -433,17 +460,22 @@ struct FlatPolicy {
 /// per multiprocessor (the best or near it of six shapes probed on 13 cells of the sweep,
 /// results/flat_variants_d506904.txt). Taken for sequences of at most 2048 elements, at least
 /// 256 of them per multiprocessor. Forced against one block per sequence over the sweep
-/// (results/sweep_flat_d506904_run*.json), at 65536 sequences of up to 1500 elements it was
+/// (results/sweep_flat_d506904_run*.json.gz), at 65536 sequences of up to 1500 elements it was
 /// faster on 26 of 28 cells, f32 and bf16, forward and backward (T = 1500: by 2-16%), level on
 /// one and 8% slower on one (f32 forward, T = 100), and slower on all four at 3000 (by 2-19%); at
 /// 16384 sequences it won and lost by up to 30% about equally, and the sweep has no count in
 /// between. Below that, calls are too small to tell the two apart.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
-  /// Packed windows: 16 KiB of each stream forward (4096 f32 elements), 8 KiB backward (three
-  /// streams), so a window's slots take 32 or 24 KiB of shared memory and six blocks fit a
-  /// multiprocessor.
-  static constexpr int kWindowItems = (kBackward ? 8192 : 16384) / (128 * kBytes);
+  /// Packed windows: 16 KiB of each stream forward (4096 f32 elements), 10 KiB backward (three
+  /// streams), so a window's slots take 32 or 30 KiB of shared memory and six blocks fit a
+  /// multiprocessor. Backward windows of 10 KiB measured 0.006-0.023 of the copy faster than
+  /// 8 KiB on all four packed time-contiguous rows (f32 and bf16, log-uniform and skewed), 4 KiB
+  /// at 8 blocks 0.05-0.11 slower, 256 threads or 4 blocks slower still; forward, no other shape
+  /// (8 or 12 KiB, 256 threads, 4 blocks) gained more than 0.01 on f32, and each lost on bf16
+  /// (by 0.004-0.15) (bench --ascan_tune_windows, lowest of three runs,
+  /// results/tune_windows_0aa4b95_run*.json.gz).
+  static constexpr int kWindowItems = (kBackward ? 10240 : 16384) / (128 * kBytes);
   static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, 6};
 };
 
