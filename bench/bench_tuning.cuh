@@ -1,7 +1,8 @@
 // bench/bench_tuning.cuh: the sweeps. --ascan_tune: tune/ rows, each kernel of the one-block
-// CandidateTable forced on the standard grid; --ascan_tune_multi: path/ rows (each path forced on
-// the crossover and short-tile shapes) and tune/ rows (each multi-block LookbackCandidate).
-// Included by scan_bench.cu only (its anonymous namespace).
+// CandidateTable forced on the standard grid (or the --ascan_shapes), and LongCandidateTable's
+// tile walks on its sequences of more than 4096 elements; --ascan_tune_multi: path/ rows (each
+// path forced on the crossover and short-tile shapes) and tune/ rows (each multi-block
+// LookbackCandidate). Included by scan_bench.cu only (its anonymous namespace).
 #pragma once
 
 #include "bench_grid.cuh"
@@ -17,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -36,12 +38,14 @@ std::vector<GridRow> short_grid() {
 
 /// The shapes of the tiny-tile sweep (--ascan_tune_multi): the sweep's cells of few sequences whose
 /// multi-block calls make a few dozen of the short tiles or fewer (S <= 16, T >= 5000), where the
-/// scan is bound by one chain's latency rather than by bandwidth.
+/// scan is bound by one chain's latency rather than by bandwidth, and those of 64 and 256
+/// sequences, whose multi-block grids are about one wave of tiles (0.66-0.89 of the copy in the
+/// sweep at a00a584).
 std::vector<GridRow> few_long_grid() {
   const std::vector<Dtype> f32_bf16 = {Dtype::kF32, Dtype::kBF16};
   std::vector<GridRow> grid;
   for (bool backward : {false, true})
-    for (int64_t s : {1, 4, 16})
+    for (int64_t s : {1, 4, 16, 64, 256})
       for (int64_t t : {5000, 12000, 40000, 100000})
         grid.push_back({{1, s, t}, f32_bf16, false, backward});
   return grid;
@@ -113,6 +117,73 @@ struct CandidateTable<2> {
   static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
 };
 
+/// Candidates for sequences longer than the one-tile rows (--ascan_tune on shapes of at least 256
+/// sequences of more than 4096 elements, e.g. --ascan_shapes=1x1024x100000): the tile walk
+/// (kChunked) in other block sizes, tile lengths and occupancy targets. Where the sequences make
+/// only a few waves of one-block-per-sequence blocks (the sweep's cells of 256 to 4096 sequences of
+/// 3000 to 10^5 elements, 0.75-0.88 of the copy), how many blocks a multiprocessor holds decides
+/// the waves and the last wave's fill: these rows measure it. The first rows are the library's own
+/// tile walks (f32: 256 x 4 at 4 blocks, forward from 4097 to 8192 elements; 128 x 8 at 4, forward
+/// up to 4096; 256 x 8 at 3, forward beyond 8192 and backward beyond 1024; 16-bit: 256 x 16 at 3,
+/// forward beyond 8192 where the sequences do not fill the GPU; 128 x 32 at 4, forward up to 8192
+/// and beyond where they do; 128 x 8 at 8, backward beyond 2048 and forward from 2049 to 4096).
+/// The same table serves both directions.
+template <int kBytes>
+struct LongCandidateTable {
+  using K = ascan::detail::KernelKind;
+  static constexpr int V = 16 / kBytes;  // elements per 16-byte vector
+  static constexpr int64_t kAny = INT64_MAX;
+  static constexpr ascan::detail::ScanPolicy kPolicies[] = {
+      {kAny, K::kChunked, 256, 256, V, 4},     {kAny, K::kChunked, 128, 128, 2 * V, 4},
+      {kAny, K::kChunked, 256, 256, 2 * V, 3}, {kAny, K::kChunked, 128, 128, V, 8},
+      {kAny, K::kChunked, 64, 64, V, 16},      {kAny, K::kChunked, 64, 64, 2 * V, 8},
+      {kAny, K::kChunked, 512, 512, V, 2},
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+template <>
+struct LongCandidateTable<2> {
+  using K = ascan::detail::KernelKind;
+  static constexpr int64_t kAny = INT64_MAX;
+  static constexpr ascan::detail::ScanPolicy kPolicies[] = {
+      {kAny, K::kChunked, 256, 256, 16, 3}, {kAny, K::kChunked, 128, 128, 32, 4},
+      {kAny, K::kChunked, 128, 128, 8, 8},  {kAny, K::kChunked, 128, 128, 16, 6},
+      {kAny, K::kChunked, 64, 64, 8, 16},   {kAny, K::kChunked, 64, 64, 16, 8},
+      {kAny, K::kChunked, 256, 256, 8, 6},
+  };
+  static constexpr int kCount = sizeof(kPolicies) / sizeof(kPolicies[0]);
+};
+/// Sequences longer than this take the long candidates (the tables' one-tile rows end at 2048
+/// elements and their tile walks of one or two tiles at 4096 or 8192), in calls of at least
+/// kLongCandidateSequences sequences.
+constexpr int64_t kLongCandidateLength = 4096;
+constexpr int64_t kLongCandidateSequences = 256;
+
+/// Row `row` of LongCandidateTable forced: the forward scan's or the backward pass's tile walk
+/// launched directly on the time-contiguous case of `shape`, in forward order on the vector path
+/// (the only variant instantiated).
+template <class T>
+std::string measure_long_row(const Extent& shape, bool backward, int row, double* ms) {
+  return with_direction<T>(backward, [&](auto dir) -> std::string {
+    using Dir = decltype(dir);
+    using Table = LongCandidateTable<sizeof(T)>;
+    using Problem = typename Dir::template Problem<T, false, true>;
+    const typename Dir::Args args = Dir::args(shape, false, false);
+    if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
+    bool vector = false;
+    const auto params = Dir::params(args, vector);
+    if (!vector) return "not on the 16-byte vector grid: the long candidates run the vector path";
+    return time_median(
+        [&]() -> std::string {
+          return cuda_check(
+              ascan::detail::launch_selected<Problem, Table>(
+                  row, params, g_gpu.stream, std::make_integer_sequence<int, Table::kCount>{}),
+              "launch_selected");
+        },
+        ms);
+  });
+}
+
 /// Row `row` of CandidateTable forced: the forward scan's or the backward pass's kernel launched
 /// directly on the time-contiguous case of `shape`.
 template <class T>
@@ -163,14 +234,15 @@ constexpr LookbackHold kStaged = LookbackHold::kStaged;  // the holds of the cur
 // in registers, u = staged vectors per loop iteration (none: fully unrolled), p = the first
 // wave's pace in percent of the device's peak memory bandwidth (none: not paced).
 
-// The tiny tiles (LookbackTuning::kTinyPolicy: 64 x 3) and their neighbours, in either direction.
+// The tiny tiles (LookbackTuning::kTinyPolicy: 64 x 3) and their neighbours, in either direction
+// (registered on the few-long shapes only).
 template <class T>
 using TinyCandidates =
     std::tuple<LookbackCandidate<T, 64, 1, 8, kStaged>, LookbackCandidate<T, 64, 3, 8, kStaged>,
                LookbackCandidate<T, 64, 5, 8, kStaged>, LookbackCandidate<T, 128, 1, 8, kStaged>,
                LookbackCandidate<T, 128, 3, 8, kStaged>>;
 template <class T>
-using ForwardCandidates = decltype(std::tuple_cat(
+using ForwardCandidates =
     std::tuple<LookbackCandidate<T, 64, 17, 6, kStaged, 8>,
                LookbackCandidate<T, 64, 17, 6, kStaged, 8, 0, 80>,
                LookbackCandidate<T, 64, 13, 8, kStaged, 6, 2>,
@@ -180,15 +252,16 @@ using ForwardCandidates = decltype(std::tuple_cat(
                LookbackCandidate<T, 64, 13, 8, kStaged, 4, 2, 80>,
                LookbackCandidate<T, 64, 11, 8, kStaged, 4, 2, 80>,
                LookbackCandidate<T, 64, 9, 8, kStaged, 4, 2, 80>,
-               LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>>{},
-    TinyCandidates<T>{}));
+               LookbackCandidate<T, 64, 15, 7, kStaged, 6, 2, 80>>;
+// Backward: the main tile paced or not, and the register kernel (LookbackFallbackTuning's
+// backward policy: 256 x 2 vectors reloaded, 4 blocks; 16-bit's kShortPolicy, which no backward
+// call takes).
 template <class T>
-using BackwardCandidates = decltype(std::tuple_cat(
-    std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
-               LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,
-               LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
-               LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>>{},
-    TinyCandidates<T>{}));
+using BackwardCandidates = std::tuple<LookbackCandidate<T, 64, 9, 8, kStaged>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 70>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 80>,
+                                      LookbackCandidate<T, 64, 9, 8, kStaged, 0, 0, 90>,
+                                      LookbackCandidate<T, 256, 2, 4, LookbackHold::kReload>>;
 
 /// One path of the library's dispatch forced (row 0: one block per sequence, 1: multi-block,
 /// 2: the flat kernel), forward or backward, default tables.
@@ -262,13 +335,35 @@ void register_tuning(const GridRow& grid_row) {
                  [&](double* ms) { return measure_row<T>(shape, reverse, backward, r, ms); });
     });
   }
+  // Long sequences: the tile walk's candidates (forward order only; f32 and bf16), where the
+  // library takes one block per sequence or near it (not the grid's few-long rows, which take
+  // the multi-block path: one block walking 2^28 elements takes a fraction of a second).
+  if constexpr (!std::is_same_v<T, __half>) {
+    using Long = LongCandidateTable<sizeof(T)>;
+    if (grid_row.shape.length <= kLongCandidateLength || grid_row.reverse ||
+        grid_row.shape.sequences() < kLongCandidateSequences)
+      return;
+    for (int r = 0; r < Long::kCount; ++r) {
+      const auto& policy = Long::kPolicies[r];
+      const std::string name = "tune/" + case_name + "/long_t" + std::to_string(policy.threads) +
+                               "_i" + std::to_string(policy.items) + "_m" +
+                               std::to_string(policy.min_blocks);
+      const Extent shape = grid_row.shape;
+      const bool backward = grid_row.backward;
+      register_row(name, [=](benchmark::State& st) {
+        run_row<T>(st, Op::kTune, case_name, shape, false, backward, false,
+                   [&](double* ms) { return measure_long_row<T>(shape, backward, r, ms); });
+      });
+    }
+  }
 }
 
-// Multi-block sweep rows: both paths (`paths`) on the crossover and short-tile shapes, and every
-// lookback candidate (`candidates`) on the short-tile shapes and the long rows of the standard
-// grid.
+// Multi-block sweep rows: both paths (`paths`) on the crossover, short-tile and few-long shapes;
+// every lookback candidate of the direction's list (`candidates`) on the short-tile and few-long
+// shapes and the long rows of the standard grid, and the tiny candidates (`tiny`) beside them
+// on the short-tile and few-long shapes, where calls take the tiny tiles.
 template <class T>
-void register_multi_tuning(const GridRow& row, bool paths, bool candidates) {
+void register_multi_tuning(const GridRow& row, bool paths, bool candidates, bool tiny) {
   if constexpr (std::is_same_v<T, __half>) {
     return;  // the sweep covers float and bfloat16
   } else {
@@ -297,10 +392,13 @@ void register_multi_tuning(const GridRow& row, bool paths, bool candidates) {
           },
           candidates);
     };
-    if (backward)
+    if (backward) {
       each(BackwardCandidates<T>{}, std::true_type{});
-    else
+      if (tiny) each(TinyCandidates<T>{}, std::true_type{});
+    } else {
       each(ForwardCandidates<T>{}, std::false_type{});
+      if (tiny) each(TinyCandidates<T>{}, std::false_type{});
+    }
   }
 }
 

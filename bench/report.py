@@ -9,9 +9,10 @@
                                           # one PNG per dtype and pass of --ascan_sweep runs
 
 A generated table sits between two markers in the Markdown file, the first naming its kind and
-its raw files (paths from the repository root):
+its raw files (paths from the repository root; raw JSON is committed gzip-compressed, FILE.json.gz,
+and read either way):
 
-    <!-- report: rows:layout/ bench/results/layout_a209248_run1.json bench/results/layout_a209248_run2.json -->
+    <!-- report: rows:layout/ bench/results/layout_a209248_run1.json.gz bench/results/layout_a209248_run2.json.gz -->
     | case | ...
     <!-- /report -->
 
@@ -41,6 +42,13 @@ Kinds:
                       (sweep/path/.../flat rows): per dtype, pass and cell, the lowest efficiency
                       over the runs of the dispatch's choice, of one block per sequence and of
                       the flat kernel forced, and flat over one block
+  status SPEC...      where the targets hold, at a glance, SPEC = FAMILY=FILE (a family's runs:
+                      several files each): per benchmark and per dtype and pass, the rows at
+                      target of the rows measured (each row's lowest efficiency over its runs;
+                      the sweep's launch-bound cells by scan <= copy + 1 µs). FAMILY: grid (the
+                      (8, 1536, T) rows and, apart, the few-long-sequence rows of the same
+                      files), layout (channel-last rows), varlen (packed rows, by layout),
+                      sweep (--ascan_sweep cells)
   sweep FILE...       the cells of --ascan_sweep runs under target, per dtype and pass: the
                       lowest efficiency over the runs, with that run's scan and copy µs; where
                       that copy takes under 5 µs (launch-bound) the issue's rule there, scan
@@ -56,6 +64,7 @@ Efficiency is the benchmark's own counter (copy time / scan time, both medians o
 the script computes nothing but GB/s (bytes_per_second / 1e9), the lowest of the runs and, for
 the sweep's launch-bound cells, scan time against copy time + 1 µs.
 """
+import gzip
 import json
 import os
 import re
@@ -69,9 +78,15 @@ BEGIN = re.compile(r"^<!-- report: (\S+)((?: \S+)+) -->$")
 END = "<!-- /report -->"
 
 
+def read_json(path):
+    """A raw file (from the repository root, or absolute): JSON, or gzip-compressed JSON (.gz)."""
+    full = os.path.join(ROOT, path)
+    with (gzip.open(full, "rt") if full.endswith(".gz") else open(full)) as f:
+        return json.load(f)
+
+
 def load(path):
-    with open(os.path.join(ROOT, path)) as f:
-        return json.load(f)["benchmarks"]
+    return read_json(path)["benchmarks"]
 
 
 def split(name):
@@ -233,8 +248,7 @@ def peers_table(specs):
     rows, seen, names, used = [], set(), [], []
     for spec in specs:
         path, *sel = spec.split(":")
-        with open(os.path.join(ROOT, path)) as f:
-            data = json.load(f)
+        data = read_json(path)
         taken = 0
         for r in data["rows"]:
             key = (r["dtype"], r["pass"], tuple(r["shape"]))
@@ -253,22 +267,31 @@ def peers_table(specs):
     return peers.table(rows, names).split("\n") + ["", "Rows from " + "; ".join(used) + "."]
 
 
-def ab_table(specs):
-    labels, times, runs = [], {}, {}  # times[label][row]: scan µs per run; runs[label]: files
+def labelled_files(kind, specs):
+    """LABEL=FILE specs -> (the labels in first-seen order, {label: [its files]})."""
+    labels, files = [], {}
     for spec in specs:
         label, _, path = spec.partition("=")
         if not path:
-            raise SystemExit(f"report.py: ab wants LABEL=FILE, not {spec}")
-        if label not in times:
+            raise SystemExit(f"report.py: {kind} wants LABEL=FILE, not {spec}")
+        if label not in files:
             labels.append(label)
-            times[label] = {}
-        runs[label] = runs.get(label, 0) + 1
-        for b in load(path):
-            op, case, bwd = split(b["name"])
-            if op != "scan" or b.get("error_occurred"):
-                continue
-            row = case + (" bwd" if bwd else "")
-            times[label].setdefault(row, []).append(b["scan_us"])
+        files.setdefault(label, []).append(path)
+    return labels, files
+
+
+def ab_table(specs):
+    labels, files = labelled_files("ab", specs)
+    times = {lb: {} for lb in labels}  # times[label][row]: scan µs per run
+    runs = {lb: len(files[lb]) for lb in labels}
+    for label in labels:
+        for path in files[label]:
+            for b in load(path):
+                op, case, bwd = split(b["name"])
+                if op != "scan" or b.get("error_occurred"):
+                    continue
+                row = case + (" bwd" if bwd else "")
+                times[label].setdefault(row, []).append(b["scan_us"])
     rows = [r for r in times[labels[0]] if all(r in times[lb] for lb in labels)]
 
     def long_row(row):
@@ -425,7 +448,86 @@ def sweep_table(paths):
     return lines
 
 
+STATUS_COLUMNS = [(d, pas) for d in ("f32", "bf16", "f16") for pas in ("forward", "backward")]
+
+
+def status_rows(family, paths):
+    """{(benchmark, dtype, pass): {row: [(efficiency, scan µs, copy µs) per run]}} of one family's
+    runs; `benchmark` names the table's line."""
+    out = {}
+    for path in paths:
+        for b in load(path):
+            if b.get("error_occurred"):
+                continue
+            name = b["name"].split("/iterations")[0]
+            if family == "sweep":
+                m = SWEEP.match(name)
+                if not m or m.group(1) != "scan":
+                    continue
+                bench, dtype, bwd = "S × T sweep", m.group(2), bool(m.group(5))
+            elif family == "grid":
+                op, case, bwd = split(b["name"])
+                if op != "scan":
+                    continue
+                dtype, dims = case.split("/")[0], case.split("/")[1].split("x")
+                bench = ("(8, 1536, T) grid" if dims[:2] == ["8", "1536"]
+                         else "few long sequences")
+            elif family in ("layout", "varlen"):
+                parts = name.split("/")
+                if len(parts) < 4 or parts[0] != family or parts[1] != "scan":
+                    continue
+                dtype, bwd = parts[2], parts[-1] == "bwd"
+                bench = ("channel-last (B, T, C)" if family == "layout" else
+                         f"packed, {parts[3].replace('_', '-')}")
+            else:
+                raise SystemExit(f"report.py: status family '{family}' is not one of grid, layout, "
+                                 "varlen, sweep")
+            key = (bench, dtype, "backward" if bwd else "forward")
+            out.setdefault(key, {}).setdefault(name, []).append(
+                (b["efficiency"], b["scan_us"], b["copy_us"]))
+    return out
+
+
+def runs_name(paths):
+    """'3 runs, `grid_2da5d59_run*.json.gz`': the count and the files' names, the part where
+    they differ as *."""
+    names = [os.path.basename(p) for p in paths]
+    head = os.path.commonprefix(names)
+    tail = os.path.commonprefix([n[len(head):][::-1] for n in names])[::-1]
+    shown = names[0] if len(set(names)) == 1 else head + "*" + tail
+    return f"{len(names)} run{'s' if len(names) > 1 else ''}, `{shown}`"
+
+
+def status_table(specs):
+    families, files = labelled_files("status", specs)
+    benches, counts = [], {}
+    for family in families:
+        for (bench, dtype, pas), rows in status_rows(family, files[family]).items():
+            if bench not in benches:
+                benches.append(bench)
+            hit = 0
+            for runs in rows.values():
+                eff, scan, copy = min(runs)
+                ok = launch_ok(scan, copy) if family == "sweep" else None
+                hit += eff >= TARGET[pas] or bool(ok)
+            counts[(bench, dtype, pas)] = (hit, len(rows), family, len(files[family]))
+    cols = [c for c in STATUS_COLUMNS if any((b,) + c in counts for b in benches)]
+    lines = ["| benchmark | " + " | ".join(f"{d} {p}" for d, p in cols) + " | runs |",
+             "|---|" + "---:|" * len(cols) + "---|"]
+    for bench in benches:
+        cells, runs = [], ""
+        for c in cols:
+            n = counts.get((bench,) + c)
+            cells.append("–" if n is None else f"{n[0]} / {n[1]}")
+            if n:
+                runs = runs_name(files[n[2]])
+        lines.append(f"| {bench} | " + " | ".join(cells) + f" | {runs} |")
+    return lines
+
+
 def table(kind, files):
+    if kind == "status" and files:
+        return status_table(files)
     if kind == "peers" and files:
         return peers_table(files)
     if kind == "sweep" and files:
@@ -473,20 +575,19 @@ def regenerate(text):
 # The plots: (file name, kind, raw files, commit measured, command), each stamped with the GPU
 # and date of its first raw file and with the commit and command given here.
 PLOTS = [
-    ("grid.png", "grid", [f"bench/results/grid_2da5d59_run{k}.json" for k in (1, 2, 3)], "2da5d59",
+    ("grid.png", "grid", [f"bench/results/grid_2da5d59_run{k}.json.gz" for k in (1, 2, 3)], "2da5d59",
      "ascan_bench --benchmark_filter='^(copy|scan|cub)/' (three runs; each point the lowest)"),
     ("row_path_channel_last.png", "rows:layout/",
-     [f"bench/results/layout_e167f4f_run{k}.json" for k in (1, 2, 3)], "e167f4f",
+     [f"bench/results/layout_e167f4f_run{k}.json.gz" for k in (1, 2, 3)], "e167f4f",
      "ascan_bench --benchmark_filter='^layout/' (three runs)"),
     ("row_path_packed.png", "rows:varlen/",
-     [f"bench/results/varlen_e167f4f_run{k}.json" for k in (1, 2, 3)], "e167f4f",
+     [f"bench/results/varlen_e167f4f_run{k}.json.gz" for k in (1, 2, 3)], "e167f4f",
      "ascan_bench --benchmark_filter='^varlen/' (three runs)"),
 ]
 
 
 def stamp(files, commit, command):
-    with open(os.path.join(ROOT, files[0])) as f:
-        ctx = json.load(f)["context"]
+    ctx = read_json(files[0])["context"]
     head = f"{ctx.get('gpu', '?')}, {ctx.get('date', '?')[:10]}, commit {commit}"
     return head + "\n" + "\n".join(textwrap.wrap(command, 110))
 
@@ -549,8 +650,7 @@ def heatmaps(paths, out_dir, commit=None):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    with open(os.path.join(ROOT, paths[0])) as f:
-        ctx = json.load(f)["context"]
+    ctx = read_json(paths[0])["context"]
     commit = commit or ctx.get("commit", "?")
     command = ctx.get("command", ctx.get("executable", "?"))
     runs = f" (lowest of {len(paths)} runs)" if len(paths) > 1 else ""

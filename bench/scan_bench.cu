@@ -44,7 +44,9 @@
 // and bf16) in place of the standard grid: any shape, measured the same way.
 //
 // Sweeps: --ascan_tune registers the one-block candidate table (CandidateTable) on the
-// standard grid; --ascan_tune_multi registers the multi-block sweeps instead: path/... rows with
+// standard grid (or on the --ascan_shapes given), and on sequences of more than 4096 elements the
+// tile walk's candidates (LongCandidateTable, long_t<threads>_i<items>_m<min blocks>);
+// --ascan_tune_multi registers the multi-block sweeps instead: path/... rows with
 // each path forced on S sequences of 2^16 and 2^20 elements (the crossover recorded in
 // LookbackTuning), on the short-tile shapes (short_grid) and on the sweep's cells of few long
 // sequences (few_long_grid), and tune/... rows with each candidate tile shape of the multi-block
@@ -66,6 +68,11 @@
 // f16 is left out: the library's tables are keyed on the element size, so f16 runs bf16's
 // kernels (the grid keeps f16 on its seed rows only, for accelerated-scan's published figures).
 // `python3 bench/report.py --heatmaps FILE... --out DIR` draws one heatmap per dtype and pass.
+//
+// --ascan_tune_windows registers, in place of the standard grid (and of --ascan_tune's and
+// --ascan_shapes' rows), the packed time-contiguous varlen/ cases (f32 and bf16, forward and
+// backward) with the window kernel in other shapes beside the library's (bench_windows.cuh):
+// varlen/tune/<dtype>/time_contiguous/<batch>[/bwd]/w<KiB>k_t<threads>_m<min blocks>.
 //
 // Each scan and cub row (and each sweep row) times its own same-traffic copy paired with the
 // operation: one copy sample before each sample of the operation, each after its own L2 flush,
@@ -107,6 +114,7 @@
 //   bench_cub.cuh       the CUB baseline
 //   bench_grid.cuh      the standard grid and its copy/, scan/ and cub/ rows
 //   bench_tuning.cuh    the --ascan_tune and --ascan_tune_multi sweeps
+//   bench_windows.cuh   the --ascan_tune_windows rows
 //   bench_layouts.cuh   the layout/ and varlen/ rows
 //   bench_sweep.cuh     the --ascan_sweep rows (S x T)
 
@@ -116,6 +124,7 @@
 #include "bench_rows.cuh"
 #include "bench_sweep.cuh"
 #include "bench_tuning.cuh"
+#include "bench_windows.cuh"
 
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -163,6 +172,7 @@ int main(int argc, char** argv) {
   bool tune = false;
   bool tune_multi = false;      // the multi-block sweeps: path crossover and lookback tile shapes
   bool sweep = false;           // --ascan_sweep: the S x T rows in place of the standard grid
+  bool tune_windows = false;    // --ascan_tune_windows: packed windows' shapes (bench_windows.cuh)
   std::vector<GridRow> shapes;  // --ascan_shapes: these rows in place of the standard grid
   // The command line as given, for the context block.
   std::string command = argv[0];
@@ -207,6 +217,10 @@ int main(int argc, char** argv) {
       sweep = true;
       continue;
     }
+    if (std::strcmp(arg, "--ascan_tune_windows") == 0) {
+      tune_windows = true;
+      continue;
+    }
     if (std::strcmp(arg, "--benchmark_format=json") == 0 ||
         std::strcmp(arg, "--benchmark_format=csv") == 0)
       summary_to_stderr = true;
@@ -214,6 +228,11 @@ int main(int argc, char** argv) {
   }
   argc = kept;
 
+  const bool sweep_only = tune_multi || sweep || tune_windows;  // in place of the standard grid
+  for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
+    if (!tune_windows) break;
+    with_dtype(d, [&](auto* tag) { register_windows<std::remove_pointer_t<decltype(tag)>>(); });
+  }
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
     if (!tune_multi) break;
     // the crossover, the short-tile shapes, the long rows, the tiny-tile shapes
@@ -226,7 +245,7 @@ int main(int argc, char** argv) {
         if (sweep == 2 && row.shape.sequences() > 128) continue;  // the long rows only
         with_dtype(d, [&](auto* tag) {
           using T = std::remove_pointer_t<decltype(tag)>;
-          register_multi_tuning<T>(row, sweep != 2, sweep != 0);
+          register_multi_tuning<T>(row, sweep != 2, sweep != 0, sweep == 1 || sweep == 3);
         });
       }
   }
@@ -237,7 +256,7 @@ int main(int argc, char** argv) {
     with_dtype(d, [&](auto* tag) { register_sweep<std::remove_pointer_t<decltype(tag)>>(); });
   }
   for (Dtype d : {Dtype::kF32, Dtype::kBF16, Dtype::kF16}) {
-    if (tune_multi || sweep) break;
+    if (sweep_only) break;
     for (const GridRow& row : shapes.empty() ? standard_grid() : shapes) {
       if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end()) continue;
       with_dtype(d, [&](auto* tag) {
@@ -254,7 +273,7 @@ int main(int argc, char** argv) {
   // The layout and varlen rows go with the standard grid; a case's forward and backward rows
   // are adjacent, so that they share its buffers.
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
-    if (tune_multi || sweep || tune || !shapes.empty()) break;
+    if (sweep_only || tune || !shapes.empty()) break;
     with_dtype(d, [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       for (const auto& [group, cases] :
