@@ -116,9 +116,10 @@ void fill_row_shape(RowParams<T>& p, const Shape& s, const Packed& packed,
   p.state_channel_stride = st.channel_stride;
 }
 
-/// The forward scan on the row path.
+/// The row path's parameters of a validated forward call, and whether every array lies on the
+/// 16-byte vector grid (`vector`).
 template <class T>
-Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream, Path path) {
+RowParams<T> make_row_params(const ScanArgs<T>& args, bool& vector) {
   const Shape& s = args.shape;
   const bool packed = args.packed.active();
   RowParams<T> p{};
@@ -130,9 +131,16 @@ Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t s
   fill_row_shape(p, s, args.packed, args.state_layout);
   p.state_in = args.initial_state;
   p.state_out = args.final_state;
-  const bool vector = row_vector_ok<T>(p.in[0], s.channels) &&
-                      row_vector_ok<T>(p.in[1], s.channels) &&
-                      row_vector_ok<T>(p.out[0], s.channels);
+  vector = row_vector_ok<T>(p.in[0], s.channels) && row_vector_ok<T>(p.in[1], s.channels) &&
+           row_vector_ok<T>(p.out[0], s.channels);
+  return p;
+}
+
+/// The forward scan on the row path.
+template <class T>
+Status scan_rows(const ScanArgs<T>& args, const Scratch& scratch, cudaStream_t stream, Path path) {
+  bool vector = false;
+  const RowParams<T> p = make_row_params(args, vector);
   return run_rows<T, false>(p, args.reverse, vector, path, scratch, stream);
 }
 

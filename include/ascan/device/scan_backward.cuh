@@ -43,10 +43,10 @@ BackwardParams<T> make_backward_params(const ScanBackwardArgs<T>& args, bool& ve
                            st.channel_stride};
 }
 
-/// The backward pass on the row path (row_dispatch.cuh).
+/// The row path's parameters of a validated backward call (row_dispatch.cuh), and whether every
+/// array lies on the 16-byte vector grid (`vector`).
 template <class T>
-Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratch,
-                          cudaStream_t stream, Path path) {
+RowParams<T> make_row_params(const ScanBackwardArgs<T>& args, bool& vector) {
   const Shape& s = args.shape;
   const bool packed = args.packed.active();
   RowParams<T> p{};
@@ -59,9 +59,18 @@ Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratc
   p.state_in = args.initial_state;
   p.state_in2 = args.grad_final_state;
   p.state_out = args.grad_initial_state;
-  bool vector = true;
+  vector = true;
   for (const auto& a : p.in) vector = vector && row_vector_ok<T>(a, s.channels);
   for (const auto& a : p.out) vector = vector && row_vector_ok<T>(a, s.channels);
+  return p;
+}
+
+/// The backward pass on the row path (row_dispatch.cuh).
+template <class T>
+Status scan_backward_rows(const ScanBackwardArgs<T>& args, const Scratch& scratch,
+                          cudaStream_t stream, Path path) {
+  bool vector = false;
+  const RowParams<T> p = make_row_params(args, vector);
   // the backward pass runs against the forward's order
   return run_rows<T, true>(p, !args.reverse, vector, path, scratch, stream);
 }

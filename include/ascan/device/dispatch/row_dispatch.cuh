@@ -183,14 +183,14 @@ cudaError_t dense_fits(bool& fits) {
   return e;
 }
 
-/// Look-back records of a dense call in tiles of kTile: every (sequence, slab, tile of the
-/// sequence); for a packed call (one batch) and kDensePremark, each tile's start bits after them.
-template <class T, bool kBackward, DenseTile kTile>
-bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, bool packed,
-                            size_t& bytes) {
-  using Shape = DenseShape<T, kBackward, kTile>;
+/// Look-back records of a dense call in blocks of kThreads x kRows: every (sequence, slab, tile
+/// of the sequence); for a packed call (one batch) and kDensePremark, each tile's start bits after
+/// them. False where the tiles are too many for one grid.
+template <class T, bool kBackward, int kThreads, int kRows>
+bool dense_block_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
+                               size_t& bytes) {
   constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  constexpr int kTileRows = kDenseTileRows<Shape::kThreads, Shape::kRows, kDenseLanes>;
+  constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kDenseLanes>;
   const int64_t tiles = ceil_div(length, int64_t(kTileRows));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
@@ -198,6 +198,14 @@ bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, boo
   if (packed && kDensePremark<kBackward>)
     bytes += size_t(tiles) * sizeof(uint32_t) * kDenseMarkWords<kTileRows>;
   return true;
+}
+/// The same of a DenseTile.
+template <class T, bool kBackward, DenseTile kTile>
+bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, bool packed,
+                            size_t& bytes) {
+  using Shape = DenseShape<T, kBackward, kTile>;
+  return dense_block_scratch_bytes<T, kBackward, Shape::kThreads, Shape::kRows>(
+      batch, length, channels, packed, bytes);
 }
 /// A dense call's workspace: the largest of its tile shapes' (the size a query reports does not
 /// depend on the device the rule would ask).
