@@ -18,6 +18,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -181,22 +182,70 @@ void run_layout_row(benchmark::State& state, Op op, const std::string& case_name
   run_measured<T>(state, op, case_name, row, measure, [&] { return c.check_seqs(); });
 }
 
-/// The copy and scan rows of one layout or varlen case, "<group>/{copy,scan}/<dtype>/<name>".
+/// "<dtype>/<name>[/bwd]" of layout or varlen case `c`: what follows "<group>/<op>/" in its rows.
 template <class T>
-void register_layout_case(const char* group, const LayoutCase& c, bool backward) {
-  const std::string tail =
-      std::string(DtypeInfo<T>::kName) + "/" + c.name + (backward ? "/bwd" : "");
+std::string layout_tail(const LayoutCase& c, bool backward) {
+  return std::string(DtypeInfo<T>::kName) + "/" + c.name + (backward ? "/bwd" : "");
+}
+
+/// The copy and scan rows of one layout or varlen case, "<group>/{copy,scan}/<dtype>/<name>";
+/// returns the case's name, "<group>/<dtype>/<name>[/bwd]".
+template <class T>
+std::string register_copy_and_scan(const char* group, const LayoutCase& c, bool backward) {
+  const std::string tail = layout_tail<T>(c, backward);
   const std::string case_name = std::string(group) + "/" + tail;
   g_case_order.push_back(case_name);
   for (Op op : {Op::kCopy, backward ? Op::kBackward : Op::kScan})
     register_row(std::string(group) + (op == Op::kCopy ? "/copy/" : "/scan/") + tail,
                  [=](benchmark::State& st) { run_layout_row<T>(st, op, case_name, c, backward); });
+  return case_name;
+}
+
+/// The rows of one layout or varlen case: copy and scan, and for a packed time-contiguous case
+/// the whole-sequence path.
+template <class T>
+void register_layout_case(const char* group, const LayoutCase& c, bool backward) {
+  const std::string tail = layout_tail<T>(c, backward);
+  const std::string case_name = register_copy_and_scan<T>(group, c, backward);
   // packed time-contiguous: also the flat kernel by whole sequences (what a call without a
   // workspace runs), beside the library's windows
   if (c.offsets && c.layout == Layout::kTimeContiguous)
     register_row(std::string(group) + "/whole/" + tail, [=](benchmark::State& st) {
       run_layout_row<T>(st, Op::kPath, case_name, c, backward);
     });
+}
+
+/// A tuning sweep's rows of layout or varlen case `c`: its copy and scan rows, then
+/// "<group>/tune/<dtype>/<name>[/bwd]/<Candidate::name()>" for each type of `Forward` (or, for the
+/// backward pass, `Backward`; std::tuples of them) that takes elements of T
+/// (Candidate::fits<sizeof(T)>), timed by `measure(Candidate{}, std::bool_constant<backward>{},
+/// ms)` (a generic callable, kept by copy, that returns an error or "") and checked as every row
+/// is.
+template <class T, class Forward, class Backward, class Measure>
+void register_candidates(const char* group, const LayoutCase& c, bool backward,
+                         const Measure& measure) {
+  const std::string case_name = register_copy_and_scan<T>(group, c, backward);
+  const std::string tail = layout_tail<T>(c, backward);
+  const auto rows = [&](auto candidates, auto direction) {
+    const auto add = [&](auto candidate) {
+      using Candidate = decltype(candidate);
+      if constexpr (Candidate::template fits<int(sizeof(T))>)
+        register_row(std::string(group) + "/tune/" + tail + "/" + Candidate::name(),
+                     [=](benchmark::State& st) {
+                       const std::string key = std::string(DtypeInfo<T>::kName) + "/" + c.buffers;
+                       const RowCase row{key, c.extent, c.offsets.get(), false, backward, false};
+                       run_measured<T>(
+                           st, Op::kTune, case_name, row,
+                           [&](double* ms) { return measure(Candidate{}, direction, ms); },
+                           [&] { return c.check_seqs(); });
+                     });
+    };
+    std::apply([&](auto... candidate) { (add(candidate), ...); }, candidates);
+  };
+  if (backward)
+    rows(Backward{}, std::true_type{});
+  else
+    rows(Forward{}, std::false_type{});
 }
 
 }  // namespace

@@ -28,9 +28,13 @@ namespace {
 
 /// A window shape of `kThreads` threads, `kWindowBytes` bytes of each staged stream, and
 /// `kMinBlocks` blocks per multiprocessor the registers must allow; the flat kernel's other
-/// fields as the library's (FlatTuning), which these rows do not run.
+/// fields as the library's (FlatTuning), which these rows do not run. A thread's marks are one
+/// 64-bit word (ThreadMarks), so a shape takes elements of kBytes only where a thread holds at
+/// most 64 of them (`fits`); the rows of the others are not registered.
 template <int kThreads, int kWindowBytes, int kMinBlocks>
 struct WindowCandidate {
+  template <int kBytes>
+  static constexpr bool fits = kWindowBytes / (kThreads * kBytes) <= 64;
   template <int kBytes, bool kBackward>
   struct Flat {
     static constexpr ascan::detail::FlatPolicy with_window() {
@@ -50,15 +54,19 @@ struct WindowCandidate {
 };
 
 // The candidates; the library's shape first (forward 16 KiB, backward 10 KiB, 128 threads, 6
-// blocks). A window's staged streams (forward 2, backward 3, with a slot of padding after every
-// eight vectors) must fit the default 40 KiB (launch_flat_windows): forward windows of up to
-// 16 KiB, backward up to 10 KiB.
-using ForwardWindows = std::tuple<WindowCandidate<128, 16384, 6>, WindowCandidate<128, 8192, 6>,
-                                  WindowCandidate<128, 12288, 6>, WindowCandidate<256, 16384, 3>,
-                                  WindowCandidate<128, 16384, 4>>;
-using BackwardWindows = std::tuple<WindowCandidate<128, 10240, 6>, WindowCandidate<128, 4096, 8>,
-                                   WindowCandidate<128, 8192, 6>, WindowCandidate<256, 8192, 3>,
-                                   WindowCandidate<128, 8192, 4>>;
+// blocks), then windows past the default shared memory allowance (launch_flat_windows raises it
+// past 40 KiB of slots; a stream's slots are 9/8 of its bytes, one slot of padding after every
+// eight vectors), each with the blocks a multiprocessor's 228 KiB hold (1 KiB of them reserved
+// per block): backward 12 KiB (40.5 KiB of slots, 5 blocks), 16 KiB (54 KiB, 4) and 20 KiB
+// (67.5 KiB, 3; f32 only); forward 16 KiB at 4 blocks (the best on f32 of 0aa4b95's runs), 24 KiB
+// (54 KiB, 4) and 32 KiB (72 KiB, 3), both f32 only. (bf16's 16 KiB backward window, 64
+// elements a thread, reaches the 128 registers of 4 blocks and spills 16 bytes on sm_90.) In
+// 0aa4b95's runs smaller windows lost on every backward row and 256-thread blocks on every
+// backward and bf16 row (bench/RESULTS.md, "Packed windows' sizes").
+using ForwardWindows = std::tuple<WindowCandidate<128, 16384, 6>, WindowCandidate<128, 16384, 4>,
+                                  WindowCandidate<128, 24576, 4>, WindowCandidate<128, 32768, 3>>;
+using BackwardWindows = std::tuple<WindowCandidate<128, 10240, 6>, WindowCandidate<128, 12288, 5>,
+                                   WindowCandidate<128, 16384, 4>, WindowCandidate<128, 20480, 3>>;
 
 /// Candidate `Candidate`'s windows on packed case `c` (time-contiguous), launched directly as the
 /// library launches its own (run_flat_packed: the workspace sized for the scalar path's windows).
@@ -95,49 +103,17 @@ std::string measure_window(const LayoutCase& c, double* ms) {
       ms);
 }
 
-/// The copy row, the library's row and every candidate's row of packed time-contiguous case `c`.
-template <class T>
-void register_window_case(const LayoutCase& c, bool backward) {
-  const std::string tail =
-      std::string(DtypeInfo<T>::kName) + "/" + c.name + (backward ? "/bwd" : "");
-  const std::string case_name = "varlen/" + tail;
-  g_case_order.push_back(case_name);
-  for (Op op : {Op::kCopy, backward ? Op::kBackward : Op::kScan})
-    register_row(std::string("varlen") + (op == Op::kCopy ? "/copy/" : "/scan/") + tail,
-                 [=](benchmark::State& st) { run_layout_row<T>(st, op, case_name, c, backward); });
-  auto each = [&](auto candidates, auto direction) {
-    constexpr bool kBackward = decltype(direction)::value;
-    std::apply(
-        [&](auto... candidate) {
-          (register_row(
-               "varlen/tune/" + tail + "/" + decltype(candidate)::name(),
-               [=](benchmark::State& st) {
-                 const std::string key = std::string(DtypeInfo<T>::kName) + "/" + c.buffers;
-                 const RowCase row{key, c.extent, c.offsets.get(), false, kBackward, false};
-                 run_measured<T>(
-                     st, Op::kTune, case_name, row,
-                     [&](double* ms) {
-                       return measure_window<T, kBackward, decltype(candidate)>(c, ms);
-                     },
-                     [&] { return c.check_seqs(); });
-               }),
-           ...);
-        },
-        candidates);
-  };
-  if (backward)
-    each(BackwardWindows{}, std::true_type{});
-  else
-    each(ForwardWindows{}, std::false_type{});
-}
-
 /// Every --ascan_tune_windows row of elements T: the packed time-contiguous cases, forward then
-/// backward.
+/// backward, each with its copy row, the library's row and every candidate's row.
 template <class T>
 void register_windows() {
   for (const LayoutCase& c : varlen_cases(sizeof(T)))
     if (c.layout == Layout::kTimeContiguous)
-      for (bool backward : {false, true}) register_window_case<T>(c, backward);
+      for (bool backward : {false, true})
+        register_candidates<T, ForwardWindows, BackwardWindows>(
+            "varlen", c, backward, [c](auto candidate, auto direction, double* ms) {
+              return measure_window<T, decltype(direction)::value, decltype(candidate)>(c, ms);
+            });
 }
 
 }  // namespace

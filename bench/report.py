@@ -49,6 +49,10 @@ Kinds:
                       (8, 1536, T) rows and, apart, the few-long-sequence rows of the same
                       files), layout (channel-last rows), varlen (packed rows, by layout),
                       sweep (--ascan_sweep cells)
+  candidates FILE...  the layout/ and varlen/ tuning rows (--ascan_tune_windows,
+                      --ascan_tune_rows) over several runs: per pass, one line a case, the
+                      lowest efficiency over the runs of the library's row and of each
+                      candidate's (the best of the line in bold, – where one did not run)
   sweep FILE...       the cells of --ascan_sweep runs under target, per dtype and pass: the
                       lowest efficiency over the runs, with that run's scan and copy µs; where
                       that copy takes under 5 µs (launch-bound) the issue's rule there, scan
@@ -238,6 +242,50 @@ def rows_table(paths, prefix=""):
                     (f"{low[5]:.2f}× its row" if low[5] is not None else "–"))
             line += f" {spread} | {copy} |"
         lines.append(line)
+    return lines
+
+
+def candidates_table(paths):
+    """The layout/ and varlen/ tuning rows of `paths` (<group>/tune/<case>/<candidate>) beside
+    the library's row of each case (<group>/scan/<case>): forward, then backward, one line a case,
+    the lowest efficiency over the runs of each, the best of the line in bold."""
+    runs = {}  # (case, column) -> efficiencies over the runs; column None: the library
+    cases, columns = [], {False: [], True: []}
+    for path in paths:
+        for b in load(path):
+            parts = b["name"].split("/iterations")[0].split("/")
+            if (len(parts) < 4 or parts[0] not in ("layout", "varlen")
+                    or parts[1] not in ("scan", "tune") or b.get("error_occurred")):
+                continue
+            column = parts[-1] if parts[1] == "tune" else None
+            case = "/".join([parts[0]] + parts[2:len(parts) - (column is not None)])
+            runs.setdefault((case, column), []).append(b["efficiency"])
+            if case not in cases:
+                cases.append(case)
+            bwd = case.endswith("/bwd")
+            if column is not None and column not in columns[bwd]:
+                columns[bwd].append(column)
+    lines = []
+    for bwd in (False, True):
+        tuned = [c for c in cases if c.endswith("/bwd") == bwd and
+                 any((c, k) in runs for k in columns[bwd])]
+        if not tuned:
+            continue
+        if lines:
+            lines.append("")
+        names = columns[bwd]
+        lines += [f"{'backward' if bwd else 'forward'}:", "",
+                  "| case | library | " + " | ".join(names) + " |",
+                  "|---|---:|" + "---:|" * len(names)]
+        for case in tuned:
+            lows = [min(runs[(case, k)]) if (case, k) in runs else None for k in [None] + names]
+            best = max(v for v in lows if v is not None)
+            cells = ["–" if v is None else (f"**{v:.3f}**" if v == best else f"{v:.3f}")
+                     for v in lows]
+            shown = case[: -len("/bwd")] if bwd else case
+            lines.append(f"| {shown} | " + " | ".join(cells) + " |")
+    if not lines:
+        raise SystemExit(f"report.py: no tuning rows (<group>/tune/...) in {paths}")
     return lines
 
 
@@ -532,6 +580,8 @@ def table(kind, files):
         return peers_table(files)
     if kind == "sweep" and files:
         return sweep_table(files)
+    if kind == "candidates" and files:
+        return candidates_table(files)
     if kind == "ab" and files:
         return ab_table(files)
     if kind == "sweep-paths" and files:

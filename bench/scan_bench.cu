@@ -74,6 +74,10 @@
 // backward) with the window kernel in other shapes beside the library's (bench_windows.cuh):
 // varlen/tune/<dtype>/time_contiguous/<batch>[/bwd]/w<KiB>k_t<threads>_m<min blocks>.
 //
+// --ascan_tune_rows registers, the same way, the channel-last layout/ cases and the packed
+// channel-last varlen/ cases with the dense row kernel in other block shapes beside the library's
+// (bench_dense.cuh): {layout,varlen}/tune/<dtype>/channel_last/<case>[/bwd]/t<threads>_r<rows>.
+//
 // Each scan and cub row (and each sweep row) times its own same-traffic copy paired with the
 // operation: one copy sample before each sample of the operation, each after its own L2 flush,
 // so both see the same conditions (time_median, Pairing). No row uses another row's copy; the
@@ -115,9 +119,11 @@
 //   bench_grid.cuh      the standard grid and its copy/, scan/ and cub/ rows
 //   bench_tuning.cuh    the --ascan_tune and --ascan_tune_multi sweeps
 //   bench_windows.cuh   the --ascan_tune_windows rows
+//   bench_dense.cuh     the --ascan_tune_rows rows
 //   bench_layouts.cuh   the layout/ and varlen/ rows
 //   bench_sweep.cuh     the --ascan_sweep rows (S x T)
 
+#include "bench_dense.cuh"
 #include "bench_grid.cuh"
 #include "bench_harness.cuh"
 #include "bench_layouts.cuh"
@@ -173,6 +179,7 @@ int main(int argc, char** argv) {
   bool tune_multi = false;      // the multi-block sweeps: path crossover and lookback tile shapes
   bool sweep = false;           // --ascan_sweep: the S x T rows in place of the standard grid
   bool tune_windows = false;    // --ascan_tune_windows: packed windows' shapes (bench_windows.cuh)
+  bool tune_rows = false;       // --ascan_tune_rows: dense row blocks' shapes (bench_dense.cuh)
   std::vector<GridRow> shapes;  // --ascan_shapes: these rows in place of the standard grid
   // The command line as given, for the context block.
   std::string command = argv[0];
@@ -221,6 +228,10 @@ int main(int argc, char** argv) {
       tune_windows = true;
       continue;
     }
+    if (std::strcmp(arg, "--ascan_tune_rows") == 0) {
+      tune_rows = true;
+      continue;
+    }
     if (std::strcmp(arg, "--benchmark_format=json") == 0 ||
         std::strcmp(arg, "--benchmark_format=csv") == 0)
       summary_to_stderr = true;
@@ -228,10 +239,16 @@ int main(int argc, char** argv) {
   }
   argc = kept;
 
-  const bool sweep_only = tune_multi || sweep || tune_windows;  // in place of the standard grid
+  // in place of the standard grid
+  const bool sweep_only = tune_multi || sweep || tune_windows || tune_rows;
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
     if (!tune_windows) break;
     with_dtype(d, [&](auto* tag) { register_windows<std::remove_pointer_t<decltype(tag)>>(); });
+  }
+  for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
+    if (!tune_rows) break;
+    with_dtype(d,
+               [&](auto* tag) { register_dense_tuning<std::remove_pointer_t<decltype(tag)>>(); });
   }
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
     if (!tune_multi) break;

@@ -1,0 +1,112 @@
+// bench/bench_dense.cuh: the --ascan_tune_rows rows. Channel-last calls on the 16-byte vector
+// grid without states (the layout/ cases and the packed channel-last varlen/ cases) run
+// dense_row_kernel in the block shape dense_tile picks (dispatch/row_dispatch.cuh). These rows run
+// that kernel in other block shapes (threads x rows a thread, 128-byte slabs of channels) on the
+// same calls, forward order, each paired with its copy and checked as every row is:
+//
+//   layout/tune/<dtype>/channel_last/<shape>[/bwd]/t<threads>_r<rows>
+//   varlen/tune/<dtype>/channel_last/<batch>[/bwd]/t<threads>_r<rows>
+//
+// beside the library's own row of the same call (layout/scan/..., varlen/scan/...), to choose
+// dense_tile's shapes and cut-offs from one run over every case. Included by scan_bench.cu only
+// (its anonymous namespace).
+#pragma once
+
+#include "bench_harness.cuh"
+#include "bench_layouts.cuh"
+#include "bench_rows.cuh"
+
+#include <ascan/ascan.cuh>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+namespace {
+
+/// A dense block shape: kThreads threads, kRows rows a thread (kThreads / 8 row groups of eight
+/// 16-byte lanes, so kThreads / 8 * kRows rows a tile).
+template <int kThreads, int kRows>
+struct DenseCandidate {
+  template <int kBytes>
+  static constexpr bool fits = true;  // every element size
+  static constexpr int threads = kThreads;
+  static constexpr int rows = kRows;
+  static std::string name() {
+    return "t" + std::to_string(kThreads) + "_r" + std::to_string(kRows);
+  }
+};
+
+// The candidates: the library's four shapes (DenseTile: 256 x 8 short forward, 256 x 12 tall,
+// 128 x 8 narrow, 128 x 12 narrow tall; backward 256 x 4 and x 5 short, 256 x 8 tall, 128 x 8 and
+// x 12 narrow), then shapes no probe has measured on these calls: forward 128 x 16 (64 KiB staged,
+// three blocks a multiprocessor), 512 x 8 (128 KiB, one block; eight look-back lanes a channel in
+// 16-bit types, where 256 threads have four), backward 128 x 10 and 256 x 6. Each stays within
+// the 227 KiB a block may have on sm_90.
+using ForwardDense =
+    std::tuple<DenseCandidate<256, 8>, DenseCandidate<256, 12>, DenseCandidate<128, 8>,
+               DenseCandidate<128, 12>, DenseCandidate<128, 16>, DenseCandidate<512, 8>>;
+using BackwardDense =
+    std::tuple<DenseCandidate<256, 4>, DenseCandidate<256, 5>, DenseCandidate<256, 8>,
+               DenseCandidate<128, 8>, DenseCandidate<128, 12>, DenseCandidate<128, 10>,
+               DenseCandidate<256, 6>>;
+
+/// Candidate `Candidate`'s blocks on channel-last case `c` (dense, or packed: one batch of every
+/// row), launched as run_rows launches the library's: the call's row parameters
+/// (make_row_params), the dense kernel's view of them (dense_params), its workspace
+/// (dense_block_scratch_bytes); the backward pass in descending rows (it runs against the forward
+/// order, which these rows keep).
+template <class T, bool kBackward, class Candidate>
+std::string measure_dense(const LayoutCase& c, double* ms) {
+  using Dir = Direction<T, kBackward>;
+  namespace d = ascan::detail;
+  constexpr int kThreads = Candidate::threads, kRows = Candidate::rows;
+  typename Dir::Args args = Dir::args(c.extent, false, false);
+  args.shape = c.shape();
+  if (c.offsets) args.packed = ascan::packed(static_cast<const int32_t*>(g_ws.offsets), c.count());
+  if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
+  if (c.layout != Layout::kChannelLast) return "not a channel-last call";
+  bool vector = false;
+  const d::RowParams<T> p = d::make_row_params(args, vector);
+  if (!vector) return "not on the 16-byte vector grid: the dense kernel takes vector calls";
+  const d::DenseRowParams<T> dp = d::dense_params<T, kBackward>(p);
+  size_t bytes = 0;
+  if (!d::dense_block_scratch_bytes<T, kBackward, kThreads, kRows>(dp.batch, dp.length, dp.channels,
+                                                                   bool(c.offsets), bytes))
+    return "too many tiles for one grid";
+  if (std::string err = ensure_scratch(bytes); !err.empty()) return err;
+  const auto launch = [&](auto packed) {
+    return d::launch_dense_rows<T, kBackward, kBackward, kThreads, kRows, d::kDenseLanes,
+                                decltype(packed)::value>(dp, g_ws.scratch, g_gpu.stream);
+  };
+  return time_median(
+      [&] {
+        return cuda_check(c.offsets ? launch(std::true_type{}) : launch(std::false_type{}),
+                          "launch_dense_rows");
+      },
+      ms);
+}
+
+/// Every --ascan_tune_rows row of elements T: the channel-last layout cases, then the packed
+/// channel-last cases, forward then backward, each with its copy row, the library's row and
+/// every candidate's row.
+template <class T>
+void register_dense_tuning() {
+  const auto measure = [](const LayoutCase& c) {
+    return [c](auto candidate, auto direction, double* ms) {
+      return measure_dense<T, decltype(direction)::value, decltype(candidate)>(c, ms);
+    };
+  };
+  for (const LayoutCase& c : layout_cases())
+    for (bool backward : {false, true})
+      register_candidates<T, ForwardDense, BackwardDense>("layout", c, backward, measure(c));
+  for (const LayoutCase& c : varlen_cases(sizeof(T)))
+    if (c.layout == Layout::kChannelLast)
+      for (bool backward : {false, true})
+        register_candidates<T, ForwardDense, BackwardDense>("varlen", c, backward, measure(c));
+}
+
+}  // namespace
