@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# bench/gpu_prepare.sh: builds, on a machine without a GPU, what bench/gpu_round.sh runs on one
+# that has no compiler for the project, into $DEV (default build/dev), from the repository root:
+#
+#   bash bench/gpu_prepare.sh [bench] [tests] [python]      (default: bench tests)
+#
+#   bench    ascan_bench (Release, ASCAN_BUILD_BENCH=ON)
+#   tests    the GPU test binaries: scan_test, scan_backward_test, layout_test,
+#            lookback_hook_test, capture_test, packed_offsets_test
+#   python   the PyTorch package (pip install --target $DEV/pyascan ./python; needs the Python
+#            and torch of the GPU machine: PYTHON, default python3)
+#
+# Built for CMAKE_ARCHS (default 90-real: sm_90 code, no PTX; the Python package for ARCHS,
+# default 90) with --compress-mode=size in build/gpu, so the folder fits a carry of 64 MiB with the source tree; then the GoogleTest and Google Benchmark
+# shared libraries they link are copied into $DEV/devlibs (gpu_round.sh puts them on
+# LD_LIBRARY_PATH), and $DEV/COMMIT names the commit built (a "-dirty" suffix where the tree had
+# changes). Prints the folder's size last.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+DEV="${DEV:-build/dev}"
+ARCHS="${ARCHS:-90}"
+CMAKE_ARCHS="${CMAKE_ARCHS:-90-real}"
+JOBS="${JOBS:-$(nproc)}"
+BUILD=build/gpu
+what=("$@")
+[ ${#what[@]} -gt 0 ] || what=(bench tests)
+mkdir -p "$DEV/t"
+
+commit="$(git rev-parse --short HEAD)"
+git diff --quiet HEAD -- include bench tests python CMakeLists.txt || commit="$commit-dirty"
+echo "$commit" >"$DEV/COMMIT"
+
+targets=()
+for w in "${what[@]}"; do
+  case "$w" in
+    bench) targets+=(ascan_bench) ;;
+    tests) targets+=(scan_test scan_backward_test layout_test lookback_hook_test capture_test
+                     packed_offsets_test) ;;
+    python) ;;
+    *) echo "gpu_prepare.sh: unknown part '$w' (bench, tests, python)" >&2; exit 2 ;;
+  esac
+done
+
+if [ ${#targets[@]} -gt 0 ]; then
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$CMAKE_ARCHS" \
+    -DCMAKE_CUDA_FLAGS=--compress-mode=size -DASCAN_BUILD_BENCH=ON >/dev/null
+  cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
+  for t in "${targets[@]}"; do
+    exe="$(find "$BUILD" -type f -name "$t" -perm -u+x | head -n 1)"
+    [ -n "$exe" ] || { echo "gpu_prepare.sh: $t not found under $BUILD" >&2; exit 1; }
+    if [ "$t" = ascan_bench ]; then cp "$exe" "$DEV/"; else cp "$exe" "$DEV/t/"; fi
+  done
+  # the shared libraries of GoogleTest and Google Benchmark, which the GPU machine lacks
+  mkdir -p "$DEV/devlibs"
+  find "$DEV" -maxdepth 2 -type f -perm -u+x | while read -r exe; do
+    ldd "$exe" 2>/dev/null | awk '/=> \// {print $3}' | grep -E 'lib(benchmark|gtest|gmock)' || true
+  done | sort -u | while read -r lib; do cp -Lu "$lib" "$DEV/devlibs/"; done
+fi
+
+for w in "${what[@]}"; do
+  [ "$w" = python ] || continue
+  rm -rf "$DEV/pyascan"
+  NVCC_APPEND_FLAGS=--compress-mode=size MAX_JOBS="$JOBS" ASCAN_CUDA_ARCHS="$ARCHS" \
+    "${PYTHON:-python3}" -m pip install --no-deps --no-build-isolation --target "$DEV/pyascan" \
+    "$ROOT/python"
+  find "$DEV/pyascan" -name '*.so' -path '*ascan*' -exec strip --strip-unneeded {} +
+done
+
+du -sh "$DEV"

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# bench/gpu_round.sh: one round on a GPU machine that has no compiler for the project (the
+# lent H200: no GoogleTest or Google Benchmark libraries, no network), from binaries built
+# elsewhere by bench/gpu_prepare.sh into $DEV (default build/dev), from the repository root:
+#
+#   TESTS=1 SANITIZE=1 BENCH=bench/rounds/standard.txt bash bench/gpu_round.sh
+#
+# What it runs, each where asked:
+#   TESTS=1     every GPU test binary in $DEV/t, the larger ones in GoogleTest shards, all in
+#               parallel (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX)
+#   SANITIZE=1  compute-sanitizer memcheck and racecheck on the small cases named below
+#   PYTESTS=1   python/tests against the package built into $DEV/pyascan (PYTHONPATH)
+#   BENCH=FILE  ascan_bench runs, one line of FILE each: a name, then ascan_bench's arguments
+#               (`grid_run1 --benchmark_filter=^(copy|scan)/`); each writes $OUT/<name>.json,
+#               and lines starting with # are skipped
+# A run that would start after DEADLINE seconds (default 540) is skipped and said so. Outputs,
+# under $OUT (or bench/results/round): gpu_tests_<commit>.log (a header with the GPU, driver,
+# date, build and the command, then each log's summary and the logs), pytest_<commit>.log,
+# bench.tgz (each run's JSON and its console output), and a short table last on stdout.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+ROOT="$PWD"
+DEV="${DEV:-build/dev}"
+OUT="${OUT:-$ROOT/bench/results/round}"
+DEADLINE="${DEADLINE:-540}"
+mkdir -p "$OUT"
+LOGS="$(mktemp -d)"
+export LD_LIBRARY_PATH="$ROOT/$DEV/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+COMMIT="$(cat "$DEV/COMMIT" 2>/dev/null || git rev-parse --short HEAD)"
+GPU="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+summary=()
+
+# The small cases the sanitizers run (each tool is 10-100x slower than the test alone).
+MEMCHECK_SCAN='ScanTest/0.SmallMultiBlock:ScanTest/3.SmallLongSequence:ScanTest/0.SmallLengths:ScanTest/3.SmallLengths'
+MEMCHECK_BWD='ScanBackwardTest/0.SmallLengths:ScanBackwardTest/3.SmallLengths:ScanBackwardTest/3.SmallLongSequence:ScanBackwardTest/0.SmallLongSequence'
+MEMCHECK_LAYOUT='LayoutTest/0.BackwardPackedFlat:LayoutTest/3.BackwardPackedFlat'
+RACECHECK_SCAN='ScanTest/0.SmallLengths'
+RACECHECK_LAYOUT='LayoutTest/0.BackwardPackedFlat'
+
+# shard NAME BINARY SHARDS: SHARDS GoogleTest shards of BINARY in the background
+shard() {
+  local name=$1 bin=$2 shards=$3 i
+  [ -x "$bin" ] || { echo "$name: $bin not built, not run" >"$LOGS/${name}.log"; return; }
+  for ((i = 0; i < shards; ++i))
+    do GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin" >"$LOGS/${name}_$i.log" 2>&1 &
+  done
+}
+sanitize() {  # sanitize LOG TOOL BINARY FILTER
+  local log=$1 tool=$2 bin=$3 filter=$4
+  [ -x "$bin" ] || { echo "$bin not built, not run" >"$LOGS/$log.log"; return; }
+  compute-sanitizer --tool "$tool" --error-exitcode 1 "$bin" ${filter:+--gtest_filter=$filter} \
+    >"$LOGS/$log.log" 2>&1 &
+}
+
+if [ "${TESTS:-0}" = 1 ] || [ "${SANITIZE:-0}" = 1 ]; then
+  start=$SECONDS
+  if [ "${TESTS:-0}" = 1 ]; then
+    shard scan_test "$DEV/t/scan_test" 2
+    shard scan_backward_test "$DEV/t/scan_backward_test" 2
+    shard layout_test "$DEV/t/layout_test" 4
+    for t in lookback_hook_test capture_test packed_offsets_test; do shard "$t" "$DEV/t/$t" 1; done
+  fi
+  if [ "${SANITIZE:-0}" = 1 ]; then
+    sanitize memcheck memcheck "$DEV/t/scan_test" "$MEMCHECK_SCAN"
+    sanitize memcheck_bwd memcheck "$DEV/t/scan_backward_test" "$MEMCHECK_BWD"
+    sanitize memcheck_layout memcheck "$DEV/t/layout_test" "$MEMCHECK_LAYOUT"
+    sanitize memcheck_packed memcheck "$DEV/t/packed_offsets_test" ""
+    sanitize racecheck racecheck "$DEV/t/scan_test" "$RACECHECK_SCAN"
+    sanitize racecheck_layout racecheck "$DEV/t/layout_test" "$RACECHECK_LAYOUT"
+  fi
+  wait
+  log="$OUT/gpu_tests_$COMMIT.log"
+  {
+    echo "# GPU tests: $GPU, $(date -u +%F), build $COMMIT"
+    echo "# command: bench/gpu_round.sh with TESTS=${TESTS:-0} SANITIZE=${SANITIZE:-0}" \
+      "(tests: scan_test and scan_backward_test in 2 shards, layout_test in 4, the others whole)"
+    if [ "${SANITIZE:-0}" = 1 ]; then
+      echo "# compute-sanitizer memcheck: $MEMCHECK_SCAN; $MEMCHECK_BWD; $MEMCHECK_LAYOUT;" \
+        "packed_offsets_test all. racecheck: $RACECHECK_SCAN; $RACECHECK_LAYOUT"
+    fi
+    echo "tests done after $((SECONDS - start)) s"
+    for f in "$LOGS"/*.log; do
+      echo "== $(basename "$f"): $(grep -hE '^\[  (PASSED|FAILED) |SUMMARY|not run' "$f" | tr '\n' ' ')"
+    done
+    for f in "$LOGS"/*.log; do printf '\n== %s\n' "$(basename "$f")"; grep -vE '^\[ +(RUN|OK) +\]' "$f"; done
+  } >"$log"
+  for f in "$LOGS"/*.log; do
+    summary+=("$(basename "$f" .log): $(grep -hoE '^\[  (PASSED|FAILED)  \] [0-9]+ tests?|ERROR SUMMARY: [0-9]+ errors?|[0-9]+ hazards displayed|not run' "$f" | tr '\n' ' ')")
+  done
+fi
+
+if [ "${PYTESTS:-0}" = 1 ]; then
+  (cd "$LOGS" && PYTHONPATH="$ROOT/$DEV/pyascan" timeout $((DEADLINE - SECONDS)) \
+    python3 -m pytest "$ROOT/python/tests" -q -rs -p no:cacheprovider >"$OUT/pytest_$COMMIT.log" 2>&1)
+  summary+=("python/tests: $(tail -n 1 "$OUT/pytest_$COMMIT.log")")
+fi
+
+if [ -n "${BENCH:-}" ]; then
+  mkdir -p "$LOGS/bench"
+  while read -r name args; do
+    case "$name" in '' | '#'*) continue ;; esac
+    if ((SECONDS > DEADLINE)); then
+      summary+=("$name: skipped (past DEADLINE=$DEADLINE s)")
+      continue
+    fi
+    start=$SECONDS
+    # shellcheck disable=SC2086  # the line's arguments split as written
+    "$DEV/ascan_bench" $args --benchmark_out="$LOGS/bench/$name.json" \
+      --benchmark_out_format=json >"$LOGS/bench/$name.txt" 2>&1
+    summary+=("$name: exit $?, $((SECONDS - start)) s")
+  done <"$BENCH"
+  tar -czf "$OUT/bench.tgz" -C "$LOGS/bench" .
+fi
+
+echo "== round at $COMMIT on $GPU, $SECONDS s"
+printf '%s\n' "${summary[@]}"
