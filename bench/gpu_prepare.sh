@@ -13,8 +13,9 @@
 # Built for CMAKE_ARCHS (default 90-real: sm_90 code, no PTX; the Python package for ARCHS,
 # default 90) with --compress-mode=size in build/gpu, so the folder fits a carry of 64 MiB with the source tree; then the GoogleTest and Google Benchmark
 # shared libraries they link are copied into $DEV/devlibs (gpu_round.sh puts them on
-# LD_LIBRARY_PATH), and $DEV/COMMIT names the commit built (a "-dirty" suffix where the tree had
-# changes). Prints the folder's size last.
+# LD_LIBRARY_PATH); each part names the commit it was built from (a "-dirty" suffix where the
+# tree had changes) in $DEV/ascan_bench.commit, $DEV/t/COMMIT and $DEV/pyascan/COMMIT. Prints the
+# folder's size last.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
@@ -27,9 +28,10 @@ what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(bench tests)
 mkdir -p "$DEV/t"
 
+# the commit built; "-dirty" where the sources differ from it (untracked files included)
 commit="$(git rev-parse --short HEAD)"
-git diff --quiet HEAD -- include bench tests python CMakeLists.txt || commit="$commit-dirty"
-echo "$commit" >"$DEV/COMMIT"
+[ -z "$(git status --porcelain -- include bench tests python CMakeLists.txt)" ] ||
+  commit="$commit-dirty"
 
 targets=()
 for w in "${what[@]}"; do
@@ -42,6 +44,14 @@ for w in "${what[@]}"; do
   esac
 done
 
+# the parts rebuilt go first, so that nothing of an older build is left beside the new one
+for w in "${what[@]}"; do
+  case "$w" in
+    bench) rm -f "$DEV/ascan_bench" "$DEV/ascan_bench.commit" ;;
+    tests) rm -rf "$DEV/t" && mkdir -p "$DEV/t" ;;
+    python) rm -rf "$DEV/pyascan" ;;
+  esac
+done
 if [ ${#targets[@]} -gt 0 ]; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$CMAKE_ARCHS" \
     -DCMAKE_CUDA_FLAGS=--compress-mode=size -DASCAN_BUILD_BENCH=ON >/dev/null
@@ -49,7 +59,11 @@ if [ ${#targets[@]} -gt 0 ]; then
   for t in "${targets[@]}"; do
     exe="$(find "$BUILD" -type f -name "$t" -perm -u+x | head -n 1)"
     [ -n "$exe" ] || { echo "gpu_prepare.sh: $t not found under $BUILD" >&2; exit 1; }
-    if [ "$t" = ascan_bench ]; then cp "$exe" "$DEV/"; else cp "$exe" "$DEV/t/"; fi
+    if [ "$t" = ascan_bench ]; then
+      cp "$exe" "$DEV/" && echo "$commit" >"$DEV/ascan_bench.commit"
+    else
+      cp "$exe" "$DEV/t/" && echo "$commit" >"$DEV/t/COMMIT"
+    fi
   done
   # the shared libraries of GoogleTest and Google Benchmark, which the GPU machine lacks
   mkdir -p "$DEV/devlibs"
@@ -60,11 +74,11 @@ fi
 
 for w in "${what[@]}"; do
   [ "$w" = python ] || continue
-  rm -rf "$DEV/pyascan"
   NVCC_APPEND_FLAGS=--compress-mode=size MAX_JOBS="$JOBS" ASCAN_CUDA_ARCHS="$ARCHS" \
     "${PYTHON:-python3}" -m pip install --no-deps --no-build-isolation --target "$DEV/pyascan" \
     "$ROOT/python"
   find "$DEV/pyascan" -name '*.so' -path '*ascan*' -exec strip --strip-unneeded {} +
+  echo "$commit" >"$DEV/pyascan/COMMIT"
 done
 
 du -sh "$DEV"

@@ -11,24 +11,29 @@
 #   SANITIZE=1  compute-sanitizer memcheck and racecheck on the small cases named below
 #   PYTESTS=1   python/tests against the package built into $DEV/pyascan (PYTHONPATH)
 #   BENCH=FILE  ascan_bench runs, one line of FILE each: a name, then ascan_bench's arguments
-#               (`grid_run1 --benchmark_filter=^(copy|scan)/`); each writes $OUT/<name>.json,
-#               and lines starting with # are skipped
-# A run that would start after DEADLINE seconds (default 540) is skipped and said so. Outputs,
-# under $OUT (or bench/results/round): gpu_tests_<commit>.log (a header with the GPU, driver,
-# date, build and the command, then each log's summary and the logs), pytest_<commit>.log,
-# bench.tgz (each run's JSON and its console output), and a short table last on stdout.
+#               (`grid_run1 --benchmark_filter=^(copy|scan)/`); lines starting with # are skipped
+# Every job is stopped at DEADLINE seconds from the start (default 540, under the device's 600 s
+# a command), and a run that would start after it is skipped and said so. Outputs, under $OUT
+# (or bench/results/round), written as each part ends so that a stop keeps what finished:
+# gpu_tests_<commit>.log (a header with the GPU, driver, date, build and the command, each job's
+# summary and exit status, then the logs), pytest_<commit>.log, and bench.tgz (each run's JSON,
+# <name>.json, its console output, <name>.txt, and COMMIT); a short table last on stdout. The
+# commit is the one each part was built from (gpu_prepare.sh's stamps).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 ROOT="$PWD"
-DEV="${DEV:-build/dev}"
-OUT="${OUT:-$ROOT/bench/results/round}"
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
+DEV="$(absolute "${DEV:-build/dev}")"
+OUT="$(absolute "${OUT:-bench/results/round}")"
 DEADLINE="${DEADLINE:-540}"
 mkdir -p "$OUT"
 LOGS="$(mktemp -d)"
-export LD_LIBRARY_PATH="$ROOT/$DEV/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-COMMIT="$(cat "$DEV/COMMIT" 2>/dev/null || git rev-parse --short HEAD)"
+export LD_LIBRARY_PATH="$DEV/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# the commit each part was built from (gpu_prepare.sh), else this checkout's
+built() { cat "$1" 2>/dev/null || echo "$(git rev-parse --short HEAD)-unstamped"; }
 GPU="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 summary=()
+left() { echo $((DEADLINE - SECONDS)); }  # seconds to the deadline
 
 # The small cases the sanitizers run (each tool is 10-100x slower than the test alone).
 MEMCHECK_SCAN='ScanTest/0.SmallMultiBlock:ScanTest/3.SmallLongSequence:ScanTest/0.SmallLengths:ScanTest/3.SmallLengths'
@@ -37,22 +42,30 @@ MEMCHECK_LAYOUT='LayoutTest/0.BackwardPackedFlat:LayoutTest/3.BackwardPackedFlat
 RACECHECK_SCAN='ScanTest/0.SmallLengths'
 RACECHECK_LAYOUT='LayoutTest/0.BackwardPackedFlat'
 
-# shard NAME BINARY SHARDS: SHARDS GoogleTest shards of BINARY in the background
+# job LOG COMMAND...: COMMAND in the background, stopped at the deadline, its output and then
+# its exit status ("exit N"; 124: stopped) in $LOGS/LOG.log
+job() {
+  local log=$1
+  shift
+  (timeout "$(left)" "$@"; echo "exit $?") >"$LOGS/$log.log" 2>&1 </dev/null &
+}
+# shard NAME BINARY SHARDS: SHARDS GoogleTest shards of BINARY
 shard() {
   local name=$1 bin=$2 shards=$3 i
-  [ -x "$bin" ] || { echo "$name: $bin not built, not run" >"$LOGS/${name}.log"; return; }
-  for ((i = 0; i < shards; ++i))
-    do GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$bin" >"$LOGS/${name}_$i.log" 2>&1 &
+  [ -x "$bin" ] || { echo "$bin not built, not run" >"$LOGS/$name.log"; return; }
+  for ((i = 0; i < shards; ++i)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i job "${name}_$i" "$bin"
   done
 }
 sanitize() {  # sanitize LOG TOOL BINARY FILTER
   local log=$1 tool=$2 bin=$3 filter=$4
   [ -x "$bin" ] || { echo "$bin not built, not run" >"$LOGS/$log.log"; return; }
-  compute-sanitizer --tool "$tool" --error-exitcode 1 "$bin" ${filter:+--gtest_filter=$filter} \
-    >"$LOGS/$log.log" 2>&1 &
+  job "$log" compute-sanitizer --tool "$tool" --error-exitcode 1 "$bin" \
+    ${filter:+--gtest_filter=$filter}
 }
 
 if [ "${TESTS:-0}" = 1 ] || [ "${SANITIZE:-0}" = 1 ]; then
+  COMMIT="$(built "$DEV/t/COMMIT")"
   start=$SECONDS
   if [ "${TESTS:-0}" = 1 ]; then
     shard scan_test "$DEV/t/scan_test" 2
@@ -69,7 +82,10 @@ if [ "${TESTS:-0}" = 1 ] || [ "${SANITIZE:-0}" = 1 ]; then
     sanitize racecheck_layout racecheck "$DEV/t/layout_test" "$RACECHECK_LAYOUT"
   fi
   wait
-  log="$OUT/gpu_tests_$COMMIT.log"
+  line() {  # one log's summary: GoogleTest's and the sanitizer's verdicts, and the exit status
+    grep -hoE '^\[  (PASSED|FAILED)  \] [0-9]+ tests?|ERROR SUMMARY: [0-9]+ errors?|[0-9]+ hazards displayed|not built, not run|^exit [0-9]+' \
+      "$1" | tr '\n' ' '
+  }
   {
     echo "# GPU tests: $GPU, $(date -u +%F), build $COMMIT"
     echo "# command: bench/gpu_round.sh with TESTS=${TESTS:-0} SANITIZE=${SANITIZE:-0}" \
@@ -79,38 +95,47 @@ if [ "${TESTS:-0}" = 1 ] || [ "${SANITIZE:-0}" = 1 ]; then
         "packed_offsets_test all. racecheck: $RACECHECK_SCAN; $RACECHECK_LAYOUT"
     fi
     echo "tests done after $((SECONDS - start)) s"
+    for f in "$LOGS"/*.log; do echo "== $(basename "$f"): $(line "$f")"; done
     for f in "$LOGS"/*.log; do
-      echo "== $(basename "$f"): $(grep -hE '^\[  (PASSED|FAILED) |SUMMARY|not run' "$f" | tr '\n' ' ')"
+      printf '\n== %s\n' "$(basename "$f")"
+      grep -vE '^\[ +(RUN|OK) +\]' "$f"
     done
-    for f in "$LOGS"/*.log; do printf '\n== %s\n' "$(basename "$f")"; grep -vE '^\[ +(RUN|OK) +\]' "$f"; done
-  } >"$log"
-  for f in "$LOGS"/*.log; do
-    summary+=("$(basename "$f" .log): $(grep -hoE '^\[  (PASSED|FAILED)  \] [0-9]+ tests?|ERROR SUMMARY: [0-9]+ errors?|[0-9]+ hazards displayed|not run' "$f" | tr '\n' ' ')")
-  done
+  } >"$OUT/gpu_tests_$COMMIT.log"
+  for f in "$LOGS"/*.log; do summary+=("$(basename "$f" .log): $(line "$f")"); done
 fi
 
 if [ "${PYTESTS:-0}" = 1 ]; then
-  (cd "$LOGS" && PYTHONPATH="$ROOT/$DEV/pyascan" timeout $((DEADLINE - SECONDS)) \
-    python3 -m pytest "$ROOT/python/tests" -q -rs -p no:cacheprovider >"$OUT/pytest_$COMMIT.log" 2>&1)
-  summary+=("python/tests: $(tail -n 1 "$OUT/pytest_$COMMIT.log")")
+  COMMIT="$(built "$DEV/pyascan/COMMIT")"
+  if (($(left) < 1)); then
+    summary+=("python/tests: skipped (past DEADLINE=$DEADLINE s)")
+  else
+    (cd "$LOGS" && PYTHONPATH="$DEV/pyascan" timeout "$(left)" python3 -m pytest \
+      "$ROOT/python/tests" -q -rs -p no:cacheprovider >"$OUT/pytest_$COMMIT.log" 2>&1 </dev/null)
+    summary+=("python/tests: exit $?, $(tail -n 1 "$OUT/pytest_$COMMIT.log")")
+  fi
 fi
 
 if [ -n "${BENCH:-}" ]; then
   mkdir -p "$LOGS/bench"
+  built "$DEV/ascan_bench.commit" >"$LOGS/bench/COMMIT"
+  summary+=("ascan_bench built at $(cat "$LOGS/bench/COMMIT")")
   while read -r name args; do
     case "$name" in '' | '#'*) continue ;; esac
-    if ((SECONDS > DEADLINE)); then
+    if (($(left) < 1)); then
       summary+=("$name: skipped (past DEADLINE=$DEADLINE s)")
       continue
     fi
     start=$SECONDS
-    # shellcheck disable=SC2086  # the line's arguments split as written
-    "$DEV/ascan_bench" $args --benchmark_out="$LOGS/bench/$name.json" \
-      --benchmark_out_format=json >"$LOGS/bench/$name.txt" 2>&1
-    summary+=("$name: exit $?, $((SECONDS - start)) s")
+    set -f  # the line's arguments split as written, never globbed
+    # shellcheck disable=SC2086
+    timeout "$(left)" "$DEV/ascan_bench" $args --benchmark_out="$LOGS/bench/$name.json" \
+      --benchmark_out_format=json >"$LOGS/bench/$name.txt" 2>&1 </dev/null
+    status=$?
+    set +f
+    summary+=("$name: exit $status, $((SECONDS - start)) s")
+    tar -czf "$OUT/bench.tgz" -C "$LOGS/bench" .  # what has finished, after every run
   done <"$BENCH"
-  tar -czf "$OUT/bench.tgz" -C "$LOGS/bench" .
 fi
 
-echo "== round at $COMMIT on $GPU, $SECONDS s"
+echo "== round on $GPU, $SECONDS s"
 printf '%s\n' "${summary[@]}"

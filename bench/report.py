@@ -278,7 +278,9 @@ def candidates_table(paths):
                   "| case | library | " + " | ".join(names) + " |",
                   "|---|---:|" + "---:|" * len(names)]
         for case in tuned:
-            lows = [min(runs[(case, k)]) if (case, k) in runs else None for k in [None] + names]
+            # rounded as shown, so that equal cells are bold alike
+            lows = [round(min(runs[(case, k)]), 3) if (case, k) in runs else None
+                    for k in [None] + names]
             best = max(v for v in lows if v is not None)
             cells = ["–" if v is None else (f"**{v:.3f}**" if v == best else f"{v:.3f}")
                      for v in lows]
