@@ -64,9 +64,7 @@ std::string measure_dense(const LayoutCase& c, double* ms) {
   using Dir = Direction<T, kBackward>;
   namespace d = ascan::detail;
   constexpr int kThreads = Candidate::threads, kRows = Candidate::rows;
-  typename Dir::Args args = Dir::args(c.extent, false, false);
-  args.shape = c.shape();
-  if (c.offsets) args.packed = ascan::packed(static_cast<const int32_t*>(g_ws.offsets), c.count());
+  const typename Dir::Args args = case_args<Dir>(c);
   if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
   if (c.layout != Layout::kChannelLast) return "not a channel-last call";
   bool vector = false;

@@ -155,6 +155,16 @@ std::vector<LayoutCase> varlen_cases(size_t elem_bytes) {
   return cases;
 }
 
+/// The arguments of direction `Dir`'s call on layout or varlen case `c`: the case's buffers (as
+/// Dir::args gives them), its shape and, packed, its batch's offsets.
+template <class Dir>
+typename Dir::Args case_args(const LayoutCase& c) {
+  typename Dir::Args args = Dir::args(c.extent, false, false);
+  args.shape = c.shape();
+  if (c.offsets) args.packed = ascan::packed(static_cast<const int32_t*>(g_ws.offsets), c.count());
+  return args;
+}
+
 /// Runs a row on layout or varlen case `c` (buffers "<dtype>/<c.buffers>", checked on
 /// c.check_seqs()): ascan::scan or ascan::scan_backward with the case's shape and packed batch.
 template <class T>
@@ -163,14 +173,9 @@ void run_layout_row(benchmark::State& state, Op op, const std::string& case_name
   const std::string key = std::string(DtypeInfo<T>::kName) + "/" + c.buffers;
   const RowCase row{key, c.extent, c.offsets.get(), false, backward, false};
   const auto measure = [&](double* ms) {
-    const ascan::Packed packed =
-        c.offsets ? ascan::packed(static_cast<const int32_t*>(g_ws.offsets), c.count())
-                  : ascan::Packed{};
     return with_direction<T>(backward, [&](auto dir) {
       using Dir = decltype(dir);
-      typename Dir::Args args = Dir::args(c.extent, false, false);
-      args.shape = c.shape();
-      args.packed = packed;
+      const typename Dir::Args args = case_args<Dir>(c);
       if (op == Op::kPath)  // the flat path forced: whole sequences a block
         return measure_two_phase(
             Dir::kWith,

@@ -76,9 +76,7 @@ std::string measure_window(const LayoutCase& c, double* ms) {
   using Flat = typename Candidate::template Flat<int(sizeof(T)), kBackward>;
   using C = ascan::compute_t<T>;
   namespace d = ascan::detail;
-  typename Dir::Args args = Dir::args(c.extent, false, false);
-  args.shape = c.shape();
-  args.packed = ascan::packed(static_cast<const int32_t*>(g_ws.offsets), c.count());
+  const typename Dir::Args args = case_args<Dir>(c);
   if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
   // the case's arrays share the shape's strides (no per-array strides)
   if (!d::packed_takes_flat(args.shape, args.packed, {}))

@@ -11,8 +11,9 @@
 #            and torch of the GPU machine: PYTHON, default python3)
 #
 # Built for CMAKE_ARCHS (default 90-real: sm_90 code, no PTX; the Python package for ARCHS,
-# default 90) with --compress-mode=size in build/gpu, so the folder fits a carry of 64 MiB with the source tree; then the GoogleTest and Google Benchmark
-# shared libraries they link are copied into $DEV/devlibs (gpu_round.sh puts them on
+# default 90) with --compress-mode=size in build/gpu, so the folder fits a carry of 64 MiB with
+# the source tree; then the GoogleTest and Google Benchmark shared libraries they link are copied
+# into $DEV/devlibs by ../shared/tools/bundle-runtime-libs (BUNDLE; gpu_round.sh puts them on
 # LD_LIBRARY_PATH); each part names the commit it was built from (a "-dirty" suffix where the
 # tree had changes) in $DEV/ascan_bench.commit, $DEV/t/COMMIT and $DEV/pyascan/COMMIT. Prints the
 # folder's size last.
@@ -24,6 +25,10 @@ ARCHS="${ARCHS:-90}"
 CMAKE_ARCHS="${CMAKE_ARCHS:-90-real}"
 JOBS="${JOBS:-$(nproc)}"
 BUILD=build/gpu
+# the workplace's tool that copies the GoogleTest and Google Benchmark shared libraries a build
+# links into <folder>/devlibs
+BUNDLE="${BUNDLE:-$ROOT/../shared/tools/bundle-runtime-libs}"
+[ -x "$BUNDLE" ] || { echo "gpu_prepare.sh: no $BUNDLE (set BUNDLE)" >&2; exit 2; }
 what=("$@")
 [ ${#what[@]} -gt 0 ] || what=(bench tests)
 mkdir -p "$DEV/t"
@@ -66,10 +71,7 @@ if [ ${#targets[@]} -gt 0 ]; then
     fi
   done
   # the shared libraries of GoogleTest and Google Benchmark, which the GPU machine lacks
-  mkdir -p "$DEV/devlibs"
-  find "$DEV" -maxdepth 2 -type f -perm -u+x | while read -r exe; do
-    ldd "$exe" 2>/dev/null | awk '/=> \// {print $3}' | grep -E 'lib(benchmark|gtest|gmock)' || true
-  done | sort -u | while read -r lib; do cp -Lu "$lib" "$DEV/devlibs/"; done
+  "$BUNDLE" "$DEV" >/dev/null
 fi
 
 for w in "${what[@]}"; do

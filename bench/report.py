@@ -93,6 +93,11 @@ def load(path):
     return read_json(path)["benchmarks"]
 
 
+def row_name(b):
+    """A raw row's benchmark name without Google Benchmark's suffixes (/iterations:1/...)."""
+    return b["name"].split("/iterations")[0]
+
+
 def split(name):
     """'scan/f32/8x1536x128/bwd/iterations:1/manual_time' -> ('scan', 'f32/8x1536x128', True)."""
     parts = name.split("/iterations")[0].split("/")
@@ -202,7 +207,7 @@ def rows_table(paths, prefix=""):
     for p in paths:
         out = {}
         for b in load(p):
-            name = b["name"].split("/iterations")[0]
+            name = row_name(b)
             parts = name.split("/")
             if len(parts) < 3 or parts[0] not in ("layout", "varlen"):
                 continue
@@ -253,7 +258,7 @@ def candidates_table(paths):
     cases, columns = [], {False: [], True: []}
     for path in paths:
         for b in load(path):
-            parts = b["name"].split("/iterations")[0].split("/")
+            parts = row_name(b).split("/")
             if (len(parts) < 4 or parts[0] not in ("layout", "varlen")
                     or parts[1] not in ("scan", "tune") or b.get("error_occurred")):
                 continue
@@ -378,7 +383,7 @@ def sweep_cells(paths):
     cells = {}
     for p in paths:
         for b in load(p):
-            m = SWEEP.match(b["name"].split("/iterations")[0])
+            m = SWEEP.match(row_name(b))
             if not m or m.group(1) != "scan" or b.get("error_occurred"):
                 continue
             key = (m.group(2), "backward" if m.group(5) else "forward")
@@ -410,7 +415,7 @@ def forced_paths(paths):
     forced = {}
     for p in paths:
         for b in load(p):
-            m = SWEEP_PATH.match(b["name"].split("/iterations")[0])
+            m = SWEEP_PATH.match(row_name(b))
             if not m or b.get("error_occurred"):
                 continue
             key = (m.group(1), "backward" if m.group(4) else "forward")
@@ -509,7 +514,7 @@ def status_rows(family, paths):
         for b in load(path):
             if b.get("error_occurred"):
                 continue
-            name = b["name"].split("/iterations")[0]
+            name = row_name(b)
             if family == "sweep":
                 m = SWEEP.match(name)
                 if not m or m.group(1) != "scan":

@@ -212,26 +212,19 @@ int main(int argc, char** argv) {
       }
       continue;
     }
-    if (std::strcmp(arg, "--ascan_tune") == 0) {
-      tune = true;
-      continue;
+    // the switches, each setting its flag
+    const std::pair<const char*, bool*> switches[] = {{"--ascan_tune", &tune},
+                                                      {"--ascan_tune_multi", &tune_multi},
+                                                      {"--ascan_sweep", &sweep},
+                                                      {"--ascan_tune_windows", &tune_windows},
+                                                      {"--ascan_tune_rows", &tune_rows}};
+    bool switched = false;
+    for (const auto& [name, flag] : switches) {
+      if (std::strcmp(arg, name) != 0) continue;
+      *flag = true;
+      switched = true;
     }
-    if (std::strcmp(arg, "--ascan_tune_multi") == 0) {
-      tune_multi = true;
-      continue;
-    }
-    if (std::strcmp(arg, "--ascan_sweep") == 0) {
-      sweep = true;
-      continue;
-    }
-    if (std::strcmp(arg, "--ascan_tune_windows") == 0) {
-      tune_windows = true;
-      continue;
-    }
-    if (std::strcmp(arg, "--ascan_tune_rows") == 0) {
-      tune_rows = true;
-      continue;
-    }
+    if (switched) continue;
     if (std::strcmp(arg, "--benchmark_format=json") == 0 ||
         std::strcmp(arg, "--benchmark_format=csv") == 0)
       summary_to_stderr = true;
@@ -242,13 +235,12 @@ int main(int argc, char** argv) {
   // in place of the standard grid
   const bool sweep_only = tune_multi || sweep || tune_windows || tune_rows;
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
-    if (!tune_windows) break;
-    with_dtype(d, [&](auto* tag) { register_windows<std::remove_pointer_t<decltype(tag)>>(); });
-  }
-  for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
-    if (!tune_rows) break;
-    with_dtype(d,
-               [&](auto* tag) { register_dense_tuning<std::remove_pointer_t<decltype(tag)>>(); });
+    if (!tune_windows && !tune_rows) break;
+    with_dtype(d, [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      if (tune_windows) register_windows<T>();
+      if (tune_rows) register_dense_tuning<T>();
+    });
   }
   for (Dtype d : {Dtype::kF32, Dtype::kBF16}) {
     if (!tune_multi) break;

@@ -332,19 +332,32 @@ inline int64_t packed_windows(int64_t length, int64_t window, int vec) {
   return ceil_div(length + vec - 1, window);
 }
 
+/// The dynamic shared memory a window kernel may take within the default allowance (48 KiB with
+/// its static shared memory, a few KiB at most); launch_flat_windows raises the allowance past it.
+constexpr int kWindowDefaultShared = 40 * 1024;
+
+/// The elements a thread holds of a window of packed `Problem` under policy F = Flat::kPolicy, and
+/// the shared memory of the window's slots, with states or without (window_shared_bytes).
+template <class Problem, class Flat>
+constexpr int kWindowThreadItems =
+    int(window_elements<typename Problem::Storage>(Flat::kPolicy, Problem::kVec > 1) /
+        Flat::kPolicy.threads);
+template <class Problem, class Flat, bool kStates>
+constexpr int kWindowShared = window_shared_bytes<Problem, Flat::kPolicy.threads,
+                                                  kWindowThreadItems<Problem, Flat>, kStates>();
+
 /// Launches the window kernel of packed `Problem` (FlatWindowForward, FlatWindowBackward) with
 /// policy F = Flat::kPolicy: one block per window, records in `workspace`.
 template <class Problem, class Flat>
 cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cudaStream_t stream) {
-  using T = typename Problem::Storage;
   constexpr FlatPolicy F = Flat::kPolicy;
   constexpr bool kVector = Problem::kVec > 1;
   constexpr int kMinBlocks = kVector ? F.window_min_blocks : 1;
-  constexpr int kItems = int(window_elements<T>(F, kVector) / F.threads);
-  constexpr int kShared = window_shared_bytes<Problem, F.threads, kItems, false>();
-  constexpr int kSharedStates = window_shared_bytes<Problem, F.threads, kItems, true>();
+  constexpr int kItems = kWindowThreadItems<Problem, Flat>;
+  constexpr int kShared = kWindowShared<Problem, Flat, false>;
+  constexpr int kSharedStates = kWindowShared<Problem, Flat, true>;
   // the most a block may opt in to on sm_86, sm_89 and sm_120 (99 KiB), less the kernel's static
-  // shared memory; the library's windows take at most 40 KiB (FlatTuning)
+  // shared memory; the library's windows stay within kWindowDefaultShared (run_flat_packed)
   static_assert(kShared <= 96 * 1024 && kSharedStates <= 96 * 1024,
                 "a window's slots fit the shared memory a block may have");
   p.window = int64_t(F.threads) * kItems;
@@ -352,10 +365,10 @@ cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cud
   const int64_t ranges = p.channels * p.windows;  // the host keeps it under 2^31
   const auto states = RowStates<typename Problem::C>::carve(workspace, call_tag());
   const auto launch = [&](auto kernel, auto shared) -> cudaError_t {
-    // up to 40 KiB the slots and the kernel's static shared memory fit the default allowance of
-    // 48 KiB; past it (the benchmark's larger windows) the allowance is raised on every launch,
-    // as row_kernel's is: a host call that does not synchronize
-    if constexpr (decltype(shared)::value > 40 * 1024) {
+    // within kWindowDefaultShared the default allowance holds the window; past it (the
+    // benchmark's larger windows) the allowance is raised on every launch, as row_kernel's is: a
+    // host call that does not synchronize
+    if constexpr (decltype(shared)::value > kWindowDefaultShared) {
       if (const cudaError_t e = allow_dynamic_shared(kernel, decltype(shared)::value);
           e != cudaSuccess)
         return e;
@@ -379,6 +392,12 @@ Status run_flat_packed(const typename Whole<T, false, false>::Params& p, bool re
                        Path path, const Scratch& scratch, cudaStream_t stream) {
   using C = compute_t<T>;
   constexpr FlatPolicy F = Flat::kPolicy;
+  // the library's windows launch within the default allowance (no call raises it); the vector
+  // path's are the larger, and reversed problems stage the same slots
+  using Vectors = Windows<T, false, true>;
+  static_assert(kWindowShared<Vectors, Flat, false> <= kWindowDefaultShared &&
+                    kWindowShared<Vectors, Flat, true> <= kWindowDefaultShared,
+                "the library's windows fit the default shared memory allowance");
   // the workspace covers the scalar path's windows (more of them), whatever the pointers
   const double ranges =
       double(p.channels) * double(packed_windows(p.length, window_elements<T>(F, false), 1));

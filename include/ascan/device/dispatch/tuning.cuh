@@ -469,17 +469,15 @@ template <int kBytes, bool kBackward>
 struct FlatTuning {
   /// Packed windows: 16 KiB of each stream forward (4096 f32 elements; two streams staged), 10 KiB
   /// backward (three), so with a slot of padding after every eight vectors a window's slots take
-  /// 36 or 33.75 KiB of shared memory, within the default allowance (launch_flat_windows raises
-  /// it only past 40 KiB), and five or six blocks fit a multiprocessor. Backward windows of 10 KiB measured 0.006-0.023 of the copy faster than
-  /// 8 KiB on all four packed time-contiguous rows (f32 and bf16, log-uniform and skewed), 4 KiB
-  /// at 8 blocks 0.05-0.11 slower, 256 threads or 4 blocks slower still; forward, no other shape
-  /// (8 or 12 KiB, 256 threads, 4 blocks) gained more than 0.01 on f32, and each lost on bf16
-  /// (by 0.004-0.15) (bench --ascan_tune_windows, lowest of three runs,
+  /// 36 or 33.75 KiB of shared memory, within the default allowance (run_flat_packed checks it),
+  /// and five or six blocks fit a multiprocessor. Backward windows of 10 KiB measured 0.006-0.023
+  /// of the copy faster than 8 KiB on all four packed time-contiguous rows (f32 and bf16,
+  /// log-uniform and skewed), 4 KiB at 8 blocks 0.05-0.11 slower, 256 threads or 4 blocks slower
+  /// still; forward, no other shape (8 or 12 KiB, 256 threads, 4 blocks) gained more than 0.01 on
+  /// f32, and each lost on bf16 (by 0.004-0.15) (bench --ascan_tune_windows, lowest of three runs,
   /// results/tune_windows_0aa4b95_run*.json.gz).
   static constexpr int kWindowItems = (kBackward ? 10240 : 16384) / (128 * kBytes);
   static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, 6};
-  static_assert((kBackward ? 3 : 2) * 128 * kWindowItems * kBytes * 9 / 8 <= 40 * 1024,
-                "the library's windows fit the default shared memory allowance");
 };
 
 /// Index of the row of `Table` whose max_span covers sequences of `span` elements.
