@@ -54,19 +54,22 @@ struct WindowCandidate {
 };
 
 // The candidates; the library's shape first (forward 16 KiB, backward 10 KiB, 128 threads, 6
-// blocks), then windows past the default shared memory allowance (launch_flat_windows raises it
-// past 40 KiB of slots; a stream's slots are 9/8 of its bytes, one slot of padding after every
-// eight vectors), each with the blocks a multiprocessor's 228 KiB hold (1 KiB of them reserved
-// per block): backward 12 KiB (40.5 KiB of slots, 5 blocks), 16 KiB (54 KiB, 4) and 20 KiB
-// (67.5 KiB, 3; f32 only); forward 16 KiB at 4 blocks (the best on f32 of 0aa4b95's runs), 24 KiB
-// (54 KiB, 4) and 32 KiB (72 KiB, 3), both f32 only. (bf16's 16 KiB backward window, 64
-// elements a thread, reaches the 128 registers of 4 blocks and spills 16 bytes on sm_90.) In
-// 0aa4b95's runs smaller windows lost on every backward row and 256-thread blocks on every
-// backward and bf16 row (bench/RESULTS.md, "Packed windows' sizes").
+// blocks), then other sizes, each with the blocks a multiprocessor's 228 KiB hold (1 KiB of them
+// reserved per block). A stream's slots are its bytes, plus one slot of padding after every eight
+// vectors where a thread's vectors read with fewer bank conflicts so (window_padded: 8, 12 or 16
+// vectors a thread, not 5, 6 or 10); launch_flat_windows raises the shared memory allowance past
+// 40 KiB of slots. Backward: 10 KiB at 7 blocks (30 KiB of slots; 72 registers, where f32 spills
+// 24 bytes and bf16 56 on sm_90), 12 KiB (36 KiB, 6 blocks; spills 12 and 20 bytes), 16 KiB
+// (54 KiB, 4) and 20 KiB (60 KiB, 3; f32 only); forward 16 KiB at 4 blocks (the best on f32 of
+// 0aa4b95's runs), 24 KiB (54 KiB, 4) and 32 KiB (72 KiB, 3), both f32 only. (bf16's 16 KiB
+// backward window, 64 elements a thread, reaches the 128 registers of 4 blocks and spills 16 bytes
+// on sm_90.) In 0aa4b95's runs smaller windows lost on every backward row and 256-thread blocks
+// on every backward and bf16 row (bench/RESULTS.md, "Packed windows' sizes").
 using ForwardWindows = std::tuple<WindowCandidate<128, 16384, 6>, WindowCandidate<128, 16384, 4>,
                                   WindowCandidate<128, 24576, 4>, WindowCandidate<128, 32768, 3>>;
-using BackwardWindows = std::tuple<WindowCandidate<128, 10240, 6>, WindowCandidate<128, 12288, 5>,
-                                   WindowCandidate<128, 16384, 4>, WindowCandidate<128, 20480, 3>>;
+using BackwardWindows = std::tuple<WindowCandidate<128, 10240, 6>, WindowCandidate<128, 10240, 7>,
+                                   WindowCandidate<128, 12288, 6>, WindowCandidate<128, 16384, 4>,
+                                   WindowCandidate<128, 20480, 3>>;
 
 /// Candidate `Candidate`'s windows on packed case `c` (time-contiguous), launched directly as the
 /// library launches its own (run_flat_packed: the workspace sized for the scalar path's windows).

@@ -12,12 +12,18 @@
 #   PYTESTS=1   python/tests against the package built into $DEV/pyascan (PYTHONPATH)
 #   BENCH=FILE  ascan_bench runs, one line of FILE each: a name, then ascan_bench's arguments
 #               (`grid_run1 --benchmark_filter=^(copy|scan)/`); lines starting with # are skipped
+#   PROFILE=FILE Nsight Compute on one launch of one benchmark row, one line of FILE each: a name,
+#               the kernel (a regular expression on its function name), then ascan_bench's
+#               arguments (`window_bwd flat_window_kernel --benchmark_filter=^varlen/scan/...`);
+#               clocks left as they are (--clock-control none), the launch after the row's three
+#               warm-ups, the sections of NCU_SECTIONS; text reports in profile.tgz
 # Every job is stopped at DEADLINE seconds from the start (default 540, under the device's 600 s
 # a command), and a run that would start after it is skipped and said so. Outputs, under $OUT
 # (or bench/results/round), written as each part ends so that a stop keeps what finished:
 # gpu_tests_<commit>.log (a header with the GPU, driver, date, build and the command, each job's
-# summary and exit status, then the logs), pytest_<commit>.log, and bench.tgz (each run's JSON,
-# <name>.json, its console output, <name>.txt, and COMMIT); a short table last on stdout. The
+# summary and exit status, then the logs), pytest_<commit>.log, bench.tgz (each run's JSON,
+# <name>.json, its console output, <name>.txt, and COMMIT) and profile.tgz (each profile's
+# report, <name>.txt, and COMMIT); a short table last on stdout. The
 # commit is the one each part was built from (gpu_prepare.sh's stamps).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -135,6 +141,31 @@ if [ -n "${BENCH:-}" ]; then
     summary+=("$name: exit $status, $((SECONDS - start)) s")
     tar -czf "$OUT/bench.tgz" -C "$LOGS/bench" .  # what has finished, after every run
   done <"$BENCH"
+fi
+
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$LOGS/profile"
+  built "$DEV/ascan_bench.commit" >"$LOGS/profile/COMMIT"
+  sections="${NCU_SECTIONS:-SpeedOfLight MemoryWorkloadAnalysis SchedulerStats WarpStateStats Occupancy LaunchStats InstructionStats SourceCounters}"
+  section_args=()
+  for s in $sections; do section_args+=(--section "$s"); done
+  while read -r name kernel args; do
+    case "$name" in '' | '#'*) continue ;; esac
+    if (($(left) < 1)); then
+      summary+=("profile $name: skipped (past DEADLINE=$DEADLINE s)")
+      continue
+    fi
+    start=$SECONDS
+    set -f
+    # shellcheck disable=SC2086
+    timeout "$(left)" ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 3 \
+      --launch-count 1 "${section_args[@]}" "$DEV/ascan_bench" $args \
+      >"$LOGS/profile/$name.txt" 2>&1 </dev/null
+    status=$?
+    set +f
+    summary+=("profile $name: exit $status, $((SECONDS - start)) s")
+    tar -czf "$OUT/profile.tgz" -C "$LOGS/profile" .
+  done <"$PROFILE"
 fi
 
 echo "== round on $GPU, $SECONDS s"

@@ -510,3 +510,43 @@ TEST(HostPath, PackedWindowsQuery) {
     EXPECT_GE(bytes[0], size_t(16) * channels * ((total + scalar_window - 1) / scalar_window));
   }
 }
+
+// The bank conflict model behind the packed windows' slot padding (window_padded): known strides
+// checked against the banks counted by hand, and every window shape of the library's tuning, both
+// dtype sizes and both directions, read with the padding it gets no worse than with the other.
+TEST(HostPath, WindowBankConflicts) {
+  using ascan::detail::blocked_window_conflicts;
+  using ascan::detail::window_padded;
+  // 16-byte vectors, eight threads a request: a stride of 8 slots puts all eight in one bank
+  // group unpadded, eight groups padded (9 slots apart); a stride of 5 is conflict-free unpadded
+  // and meets a 2-way conflict padded (threads 0 and 3: slots 0 and 15 + 1 = 16).
+  EXPECT_EQ(blocked_window_conflicts(8, 16, false), 8);
+  EXPECT_EQ(blocked_window_conflicts(8, 16, true), 1);
+  EXPECT_EQ(blocked_window_conflicts(5, 16, false), 1);
+  EXPECT_EQ(blocked_window_conflicts(5, 16, true), 2);
+  EXPECT_EQ(blocked_window_conflicts(4, 16, false), 4);
+  // 4-byte elements, a warp a request: a stride of 8 words meets 4 banks (8-way)
+  EXPECT_EQ(blocked_window_conflicts(8, 4, false), 8);
+  EXPECT_EQ(blocked_window_conflicts(1, 4, false), 1);
+  // 2-byte elements: two threads in one word share it
+  EXPECT_EQ(blocked_window_conflicts(1, 2, false), 1);
+  EXPECT_EQ(blocked_window_conflicts(2, 2, false), 1);
+  EXPECT_TRUE(window_padded(true, 8, 16));
+  EXPECT_FALSE(window_padded(true, 5, 16));
+  EXPECT_FALSE(window_padded(false, 8, 16));  // striped windows: consecutive vectors
+  const auto check = [&](const ascan::detail::FlatPolicy& F, int element_bytes) {
+    const int vec = 16 / element_bytes;
+    for (const bool vector : {true, false}) {
+      const int per = F.window_items / vec;  // vectors, or as many single elements
+      const int bytes = vector ? 16 : element_bytes;
+      const int chosen = blocked_window_conflicts(per, bytes, window_padded(true, per, bytes));
+      EXPECT_LE(chosen, blocked_window_conflicts(per, bytes, true)) << per << " x " << bytes;
+      EXPECT_LE(chosen, blocked_window_conflicts(per, bytes, false)) << per << " x " << bytes;
+      if (vector) EXPECT_EQ(chosen, 1) << "the vector path's windows read conflict-free";
+    }
+  };
+  check(ascan::detail::FlatTuning<4, false>::kPolicy, 4);
+  check(ascan::detail::FlatTuning<4, true>::kPolicy, 4);
+  check(ascan::detail::FlatTuning<2, false>::kPolicy, 2);
+  check(ascan::detail::FlatTuning<2, true>::kPolicy, 2);
+}

@@ -717,15 +717,54 @@ struct ThreadMarks {
   static constexpr uint64_t kAll = kItems == 64 ? ~uint64_t{0} : (uint64_t{1} << kItems) - 1;
 };
 
+/// The bank conflicts of a warp reading a blocked window (each thread the j-th of its `per`
+/// consecutive vectors of `bytes` bytes, for every j): the most distinct 4-byte words one of the
+/// 32 banks serves in one request of 128 bytes (a quarter warp of 16-byte reads, a whole warp of
+/// 4 bytes or less; 1: conflict-free), with vector V at slot V + V / 8 where `padded`, at slot V
+/// otherwise. Eight threads reading slots `per` apart meet eight bank groups where `per` is odd
+/// unpadded, and where it is 2, 4 or 8 padded (the padding turns 4- and 8-way conflicts into
+/// none, but a stride of 5 into a 2-way one).
+constexpr int blocked_window_conflicts(int per, int bytes, bool padded) {
+  const int words = bytes < 4 ? 1 : bytes / 4;  // 4-byte words a vector spans
+  const int threads = bytes >= 16 ? 8 : 128 / (bytes < 4 ? 4 : bytes);  // one request
+  int worst = 1;
+  for (int j = 0; j < per; ++j) {
+    for (int first = 0; first < kWarpThreads; first += threads) {
+      int64_t word[32 * 4] = {};  // the request's words, each once
+      int n = 0;
+      for (int t = first; t < first + threads; ++t) {
+        const int64_t V = int64_t(t) * per + j, slot = padded ? V + V / 8 : V;
+        for (int w = 0; w < words; ++w) {
+          const int64_t x = slot * bytes / 4 + w;
+          bool seen = false;
+          for (int k = 0; k < n; ++k) seen = seen || word[k] == x;
+          if (!seen) word[n++] = x;
+        }
+      }
+      for (int bank = 0; bank < 32; ++bank) {
+        int count = 0;
+        for (int k = 0; k < n; ++k) count += word[k] % 32 == bank;
+        worst = count > worst ? count : worst;
+      }
+    }
+  }
+  return worst;
+}
+/// Whether a window read blocked, `per` vectors of `bytes` a thread, pads its slots: where that
+/// has fewer conflicts (blocked_window_conflicts). A striped window is never padded: threads
+/// reading consecutive vectors meet no conflict either way.
+constexpr bool window_padded(bool blocked, int per, int bytes) {
+  return blocked &&
+         blocked_window_conflicts(per, bytes, true) < blocked_window_conflicts(per, bytes, false);
+}
+
 /// A packed window staged in shared memory (flat_window_kernel, dispatch/flat_packed.cuh): the
 /// kSpan elements of each stream from grid position `origin`, vector V (kVec elements) of stream s
-/// at slot V + V / 8 of the stream's kSlots where kPadded (one slot of padding after every eight,
-/// so that the eight threads of a quarter warp reading the j-th of their 4 or 8 consecutive
-/// vectors meet eight different bank groups, as do eight consecutive vectors), at slot V
-/// otherwise (threads reading consecutive vectors); where the Problem reads neighbours,
-/// the element just before the span at halo[2 s] and the one just after it at halo[2 s + 1].
-/// Positions outside the channel's row hold the stream's fill.
-template <class T, int kVec, int64_t kSpan, bool kPadded = true>
+/// at slot V + V / 8 of the stream's kSlots where kPadded (one slot of padding after every eight:
+/// window_padded), at slot V otherwise; where the Problem reads neighbours, the element just
+/// before the span at halo[2 s] and the one just after it at halo[2 s + 1]. Positions outside the
+/// channel's row hold the stream's fill.
+template <class T, int kVec, int64_t kSpan, bool kPadded>
 struct StagedWindow {
   static constexpr int kVectors = static_cast<int>(kSpan / kVec);
   static constexpr int kSlots = kPadded ? kVectors + kVectors / 8 : kVectors;

@@ -89,12 +89,17 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
 /// Problem::kBlockedWindow says. The shared memory a window takes follows (window_shared_bytes).
 template <class Problem, bool kStates>
 constexpr bool kWindowBlocked = !kStates || Problem::kBlockedWindow;
+/// The staged window of kThreads threads of kItems elements (StagedWindow), its slots padded where
+/// that spares its blocked reads bank conflicts (window_padded).
+template <class Problem, int kThreads, int kItems, bool kStates>
+using WindowView =
+    StagedWindow<typename Problem::Storage, Problem::kVec, int64_t(kThreads) * kItems,
+                 window_padded(kWindowBlocked<Problem, kStates>, kItems / Problem::kVec,
+                               int(Problem::kVec * sizeof(typename Problem::Storage)))>;
 template <class Problem, int kThreads, int kItems, bool kStates>
 constexpr int window_shared_bytes() {
-  using T = typename Problem::Storage;
-  using View =
-      StagedWindow<T, Problem::kVec, int64_t(kThreads) * kItems, kWindowBlocked<Problem, kStates>>;
-  return int(Problem::kStagedStreams * View::kStreamElements * sizeof(T));
+  using View = WindowView<Problem, kThreads, kItems, kStates>;
+  return int(Problem::kStagedStreams * View::kStreamElements * sizeof(typename Problem::Storage));
 }
 
 /// Packed window kernel: block `range` scans window range / channels (in scan order) of channel
@@ -140,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   constexpr int kVectors = kItems / kVec;  // a thread's
   constexpr int kRuns = kBlocked ? 1 : kVectors;
   constexpr int64_t kSpan = int64_t(kThreads) * kItems;
-  using View = StagedWindow<T, kVec, kSpan, kBlocked>;
+  using View = WindowView<Problem, kThreads, kItems, kStates>;
   using Scan = SegmentBlockScan<C, kThreads, kReverse, kRuns>;
   __shared__ typename Scan::TempStorage storage;
   __shared__ C carry_in;
@@ -398,6 +403,11 @@ Status run_flat_packed(const typename Whole<T, false, false>::Params& p, bool re
   static_assert(kWindowShared<Vectors, Flat, false> <= kWindowDefaultShared &&
                     kWindowShared<Vectors, Flat, true> <= kWindowDefaultShared,
                 "the library's windows fit the default shared memory allowance");
+  // and their blocked reads meet no bank conflict (window_padded)
+  constexpr int kVectorsPerThread = kWindowThreadItems<Vectors, Flat> / Vectors::kVec;
+  static_assert(blocked_window_conflicts(kVectorsPerThread, 16,
+                                         window_padded(true, kVectorsPerThread, 16)) == 1,
+                "the library's windows read their slots without bank conflicts");
   // the workspace covers the scalar path's windows (more of them), whatever the pointers
   const double ranges =
       double(p.channels) * double(packed_windows(p.length, window_elements<T>(F, false), 1));

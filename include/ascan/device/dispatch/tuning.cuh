@@ -468,9 +468,10 @@ struct FlatPolicy {
 template <int kBytes, bool kBackward>
 struct FlatTuning {
   /// Packed windows: 16 KiB of each stream forward (4096 f32 elements; two streams staged), 10 KiB
-  /// backward (three), so with a slot of padding after every eight vectors a window's slots take
-  /// 36 or 33.75 KiB of shared memory, within the default allowance (run_flat_packed checks it),
-  /// and five or six blocks fit a multiprocessor. Backward windows of 10 KiB measured 0.006-0.023
+  /// backward (three), so a window's slots take 36 KiB forward (a slot of padding after every
+  /// eight vectors: a thread's 8 vectors read conflict-free) and 30 KiB backward (no padding: 5
+  /// vectors a thread are conflict-free without it; window_padded), within the default allowance
+  /// (run_flat_packed checks it), and six blocks fit a multiprocessor. Backward windows of 10 KiB measured 0.006-0.023
   /// of the copy faster than 8 KiB on all four packed time-contiguous rows (f32 and bf16,
   /// log-uniform and skewed), 4 KiB at 8 blocks 0.05-0.11 slower, 256 threads or 4 blocks slower
   /// still; forward, no other shape (8 or 12 KiB, 256 threads, 4 blocks) gained more than 0.01 on
