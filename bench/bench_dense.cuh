@@ -44,15 +44,19 @@ struct DenseCandidate {
 // 128 x 8 narrow, 128 x 12 narrow tall; backward 256 x 4 and x 5 short, 256 x 8 tall, 128 x 8 and
 // x 12 narrow), then shapes no probe has measured on these calls: forward 128 x 16 (64 KiB staged,
 // three blocks a multiprocessor), 512 x 8 (128 KiB, one block; eight look-back lanes a channel in
-// 16-bit types, where 256 threads have four), backward 128 x 10 and 256 x 6. Each stays within
-// the 227 KiB a block may have on sm_90.
+// 16-bit types, where 256 threads have four), backward 128 x 10 and 256 x 6; and, for the short
+// rows, where a call of T = 128 is one wave of one-tile chains that load, scan and store with
+// nothing to overlap, 128 x 4 forward and backward (tiles of 64 rows: twice the blocks, each done
+// sooner) and 256 x 4 forward (128 rows, as 128 x 8, in twice the threads). Each stays within the
+// 227 KiB a block may have on sm_90.
 using ForwardDense =
     std::tuple<DenseCandidate<256, 8>, DenseCandidate<256, 12>, DenseCandidate<128, 8>,
-               DenseCandidate<128, 12>, DenseCandidate<128, 16>, DenseCandidate<512, 8>>;
+               DenseCandidate<128, 12>, DenseCandidate<128, 16>, DenseCandidate<512, 8>,
+               DenseCandidate<128, 4>, DenseCandidate<256, 4>>;
 using BackwardDense =
     std::tuple<DenseCandidate<256, 4>, DenseCandidate<256, 5>, DenseCandidate<256, 8>,
                DenseCandidate<128, 8>, DenseCandidate<128, 12>, DenseCandidate<128, 10>,
-               DenseCandidate<256, 6>>;
+               DenseCandidate<256, 6>, DenseCandidate<128, 4>>;
 
 /// Candidate `Candidate`'s blocks on channel-last case `c` (dense, or packed: one batch of every
 /// row), launched as run_rows launches the library's: the call's row parameters
