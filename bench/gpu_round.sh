@@ -148,9 +148,15 @@ if [ -n "${PROFILE:-}" ]; then
   built "$DEV/ascan_bench.commit" >"$LOGS/profile/COMMIT"
   sections="${NCU_SECTIONS:-SpeedOfLight MemoryWorkloadAnalysis SchedulerStats WarpStateStats Occupancy LaunchStats InstructionStats SourceCounters}"
   section_args=()
+  set -f
   for s in $sections; do section_args+=(--section "$s"); done
+  set +f
   while read -r name kernel args; do
     case "$name" in '' | '#'*) continue ;; esac
+    if [ -z "$args" ]; then  # a kernel with no row would profile the whole default set
+      summary+=("profile $name: no ascan_bench arguments, not run")
+      continue
+    fi
     if (($(left) < 1)); then
       summary+=("profile $name: skipped (past DEADLINE=$DEADLINE s)")
       continue
@@ -158,7 +164,8 @@ if [ -n "${PROFILE:-}" ]; then
     start=$SECONDS
     set -f
     # shellcheck disable=SC2086
-    timeout "$(left)" ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 3 \
+    timeout "$(left)" ncu --clock-control none --kernel-name-base function \
+      --kernel-name "regex:$kernel" --launch-skip 3 \
       --launch-count 1 "${section_args[@]}" "$DEV/ascan_bench" $args \
       >"$LOGS/profile/$name.txt" 2>&1 </dev/null
     status=$?

@@ -2,10 +2,9 @@
 // translation unit that calls them.
 //
 // Every TU that calls ascan::scan<T> or ascan::scan_backward<T> instantiates the whole dispatch
-// for T: every kernel path, per architecture about a minute of nvcc and 5-10 MB of object (the
-// six entry points for sm_90 with nvcc 13.0 -O3: float 48 s and 8.1 MB, __nv_bfloat16 65 s and
-// 10.2 MB; README, "Compile the kernels once"). To pay that once, instantiate the entry points in
-// one .cu file of the project:
+// for T: every kernel path, about a minute of nvcc and several MB of object per dtype and
+// architecture (README, "Compile the kernels once", gives the figures). To pay that once,
+// instantiate the entry points in one .cu file of the project:
 //
 //     // ascan_kernels.cu
 //     #include <ascan/instantiate.cuh>

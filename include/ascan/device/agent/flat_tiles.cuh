@@ -752,7 +752,7 @@ constexpr int blocked_window_conflicts(int per, int bytes, bool padded) {
 }
 /// Whether a window read blocked, `per` vectors of `bytes` a thread, pads its slots: where that
 /// has fewer conflicts (blocked_window_conflicts). A striped window is never padded: threads
-/// reading consecutive vectors meet no conflict either way.
+/// reading consecutive vectors meet no conflict unpadded.
 constexpr bool window_padded(bool blocked, int per, int bytes) {
   return blocked &&
          blocked_window_conflicts(per, bytes, true) < blocked_window_conflicts(per, bytes, false);

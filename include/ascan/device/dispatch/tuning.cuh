@@ -471,12 +471,12 @@ struct FlatTuning {
   /// backward (three), so a window's slots take 36 KiB forward (a slot of padding after every
   /// eight vectors: a thread's 8 vectors read conflict-free) and 30 KiB backward (no padding: 5
   /// vectors a thread are conflict-free without it; window_padded), within the default allowance
-  /// (run_flat_packed checks it), and six blocks fit a multiprocessor. Backward windows of 10 KiB measured 0.006-0.023
-  /// of the copy faster than 8 KiB on all four packed time-contiguous rows (f32 and bf16,
-  /// log-uniform and skewed), 4 KiB at 8 blocks 0.05-0.11 slower, 256 threads or 4 blocks slower
-  /// still; forward, no other shape (8 or 12 KiB, 256 threads, 4 blocks) gained more than 0.01 on
-  /// f32, and each lost on bf16 (by 0.004-0.15) (bench --ascan_tune_windows, lowest of three runs,
-  /// results/tune_windows_0aa4b95_run*.json.gz).
+  /// (run_flat_packed checks it), and five or six blocks fit a multiprocessor. Backward windows
+  /// of 10 KiB measured 0.006-0.023 of the copy faster than 8 KiB on all four packed
+  /// time-contiguous rows (f32 and bf16, log-uniform and skewed), 4 KiB at 8 blocks 0.05-0.11
+  /// slower, 256 threads or 4 blocks slower still; forward, no other shape (8 or 12 KiB, 256
+  /// threads, 4 blocks) gained more than 0.01 on f32, and each lost on bf16 (by 0.004-0.15)
+  /// (bench --ascan_tune_windows, lowest of three runs, results/tune_windows_0aa4b95_run*.json.gz).
   static constexpr int kWindowItems = (kBackward ? 10240 : 16384) / (128 * kBytes);
   static constexpr FlatPolicy kPolicy{128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, 6};
 };
