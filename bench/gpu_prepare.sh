@@ -64,10 +64,14 @@ if [ ${#targets[@]} -gt 0 ]; then
   for t in "${targets[@]}"; do
     exe="$(find "$BUILD" -type f -name "$t" -perm -u+x | head -n 1)"
     [ -n "$exe" ] || { echo "gpu_prepare.sh: $t not found under $BUILD" >&2; exit 1; }
+    # without the host symbol tables (the device code and its line table stay): about 12% of
+    # each binary, which the carry needs
     if [ "$t" = ascan_bench ]; then
-      cp "$exe" "$DEV/" && echo "$commit" >"$DEV/ascan_bench.commit"
+      cp "$exe" "$DEV/" && strip --strip-unneeded "$DEV/$t"
+      echo "$commit" >"$DEV/ascan_bench.commit"
     else
-      cp "$exe" "$DEV/t/" && echo "$commit" >"$DEV/t/COMMIT"
+      cp "$exe" "$DEV/t/" && strip --strip-unneeded "$DEV/t/$t"
+      echo "$commit" >"$DEV/t/COMMIT"
     fi
   done
   # the shared libraries of GoogleTest and Google Benchmark, which the GPU machine lacks
@@ -83,4 +87,18 @@ for w in "${what[@]}"; do
   echo "$commit" >"$DEV/pyascan/COMMIT"
 done
 
+# What a device call carries: the working tree and the carried paths travel together within 64
+# MiB, so the tests and the benchmark go in separate calls (both at once exceed it).
+tree_kib=$(git ls-files -z | xargs -0 du -cbk 2>/dev/null | tail -n 1 | cut -f1)
+part() {  # part NAME PATH...: the MiB a call carrying PATH... takes with the tree
+  local name=$1 kib paths
+  shift
+  kib=$(($(du -sck "$@" 2>/dev/null | tail -n 1 | cut -f1) + tree_kib))
+  paths="$(printf '"%s",' "$@" | sed 's/,$//')"
+  printf '%-6s carry [%s]: %d MiB with the tree%s\n' "$name" "$paths" $((kib / 1024)) \
+    "$( ((kib > 65536)) && echo ' -- over the 64 MiB a call carries')"
+}
+[ -x "$DEV/ascan_bench" ] && part bench "$DEV/ascan_bench" "$DEV/ascan_bench.commit" "$DEV/devlibs"
+[ -e "$DEV/t/COMMIT" ] && part tests "$DEV/t" "$DEV/devlibs"
+[ -e "$DEV/pyascan/COMMIT" ] && part python "$DEV/pyascan"
 du -sh "$DEV"

@@ -5,6 +5,9 @@
 #
 #   TESTS=1 SANITIZE=1 BENCH=bench/rounds/standard.txt bash bench/gpu_round.sh
 #
+# (the parts it runs must be there: a device call that carries the test binaries and the
+# benchmark together passes its 64 MiB, so those go in separate calls, as gpu_prepare.sh prints)
+#
 # What it runs, each where asked:
 #   TESTS=1     every GPU test binary in $DEV/t, the larger ones in GoogleTest shards, all in
 #               parallel (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX)
