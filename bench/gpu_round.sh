@@ -124,58 +124,57 @@ if [ "${PYTESTS:-0}" = 1 ]; then
   fi
 fi
 
-if [ -n "${BENCH:-}" ]; then
-  mkdir -p "$LOGS/bench"
-  built "$DEV/ascan_bench.commit" >"$LOGS/bench/COMMIT"
-  summary+=("ascan_bench built at $(cat "$LOGS/bench/COMMIT")")
-  while read -r name args; do
+# each_run LIST PART RUN: RUN NAME ARGS... for each line of LIST ("NAME ARGS...", split as
+# written and never globbed; empty lines and lines starting with # skipped), its output under
+# $LOGS/PART, none started past the deadline; each run's exit status and time in the summary, and
+# $OUT/PART.tgz packed again after every run, so that a stop keeps what finished
+each_run() {
+  local list=$1 part=$2 run=$3 name rest start status
+  mkdir -p "$LOGS/$part"
+  built "$DEV/ascan_bench.commit" >"$LOGS/$part/COMMIT"
+  summary+=("$part: ascan_bench built at $(cat "$LOGS/$part/COMMIT")")
+  while read -r name rest; do
     case "$name" in '' | '#'*) continue ;; esac
     if (($(left) < 1)); then
-      summary+=("$name: skipped (past DEADLINE=$DEADLINE s)")
-      continue
-    fi
-    start=$SECONDS
-    set -f  # the line's arguments split as written, never globbed
-    # shellcheck disable=SC2086
-    timeout "$(left)" "$DEV/ascan_bench" $args --benchmark_out="$LOGS/bench/$name.json" \
-      --benchmark_out_format=json >"$LOGS/bench/$name.txt" 2>&1 </dev/null
-    status=$?
-    set +f
-    summary+=("$name: exit $status, $((SECONDS - start)) s")
-    tar -czf "$OUT/bench.tgz" -C "$LOGS/bench" .  # what has finished, after every run
-  done <"$BENCH"
-fi
-
-if [ -n "${PROFILE:-}" ]; then
-  mkdir -p "$LOGS/profile"
-  built "$DEV/ascan_bench.commit" >"$LOGS/profile/COMMIT"
-  sections="${NCU_SECTIONS:-SpeedOfLight MemoryWorkloadAnalysis SchedulerStats WarpStateStats Occupancy LaunchStats InstructionStats SourceCounters}"
-  section_args=()
-  set -f
-  for s in $sections; do section_args+=(--section "$s"); done
-  set +f
-  while read -r name kernel args; do
-    case "$name" in '' | '#'*) continue ;; esac
-    if [ -z "$args" ]; then  # a kernel with no row would profile the whole default set
-      summary+=("profile $name: no ascan_bench arguments, not run")
-      continue
-    fi
-    if (($(left) < 1)); then
-      summary+=("profile $name: skipped (past DEADLINE=$DEADLINE s)")
+      summary+=("$part $name: skipped (past DEADLINE=$DEADLINE s)")
       continue
     fi
     start=$SECONDS
     set -f
     # shellcheck disable=SC2086
-    timeout "$(left)" ncu --clock-control none --kernel-name-base function \
-      --kernel-name "regex:$kernel" --launch-skip 3 \
-      --launch-count 1 "${section_args[@]}" "$DEV/ascan_bench" $args \
-      >"$LOGS/profile/$name.txt" 2>&1 </dev/null
+    "$run" "$name" $rest </dev/null
     status=$?
     set +f
-    summary+=("profile $name: exit $status, $((SECONDS - start)) s")
-    tar -czf "$OUT/profile.tgz" -C "$LOGS/profile" .
-  done <"$PROFILE"
+    summary+=("$part $name: exit $status, $((SECONDS - start)) s")
+    tar -czf "$OUT/$part.tgz" -C "$LOGS/$part" .
+  done <"$list"
+}
+bench_run() {  # bench_run NAME ARGS...: ascan_bench ARGS..., its JSON and console output
+  local name=$1
+  shift
+  timeout "$(left)" "$DEV/ascan_bench" "$@" --benchmark_out="$LOGS/bench/$name.json" \
+    --benchmark_out_format=json >"$LOGS/bench/$name.txt" 2>&1
+}
+profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed launch
+  local name=$1 kernel=${2:-}
+  shift 2 || shift $#
+  if [ $# -eq 0 ]; then  # a kernel with no row would profile the whole default set
+    echo "no ascan_bench arguments, not run" >"$LOGS/profile/$name.txt"
+    return 2
+  fi
+  timeout "$(left)" ncu --clock-control none --kernel-name-base function \
+    --kernel-name "regex:$kernel" --launch-skip 3 --launch-count 1 "${section_args[@]}" \
+    "$DEV/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
+}
+
+[ -z "${BENCH:-}" ] || each_run "$BENCH" bench bench_run
+if [ -n "${PROFILE:-}" ]; then
+  sections="${NCU_SECTIONS:-SpeedOfLight MemoryWorkloadAnalysis SchedulerStats WarpStateStats Occupancy LaunchStats InstructionStats SourceCounters}"
+  section_args=()
+  set -f
+  for s in $sections; do section_args+=(--section "$s"); done
+  set +f
+  each_run "$PROFILE" profile profile_run
 fi
 
 echo "== round on $GPU, $SECONDS s"
