@@ -512,8 +512,9 @@ TEST(HostPath, PackedWindowsQuery) {
 }
 
 // The bank conflict model behind the packed windows' slot padding (window_padded): known strides
-// checked against the banks counted by hand, and every window shape of the library's tuning, both
-// dtype sizes and both directions, read with the padding it gets no worse than with the other.
+// checked against the banks counted by hand; the library's vector windows, every dtype size and
+// both directions, conflict-free with the padding they get; and the shared memory the kernel
+// launches with following that choice.
 TEST(HostPath, WindowBankConflicts) {
   using ascan::detail::blocked_window_conflicts;
   using ascan::detail::window_padded;
