@@ -56,8 +56,9 @@ template <class T, bool kBackward>
 constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 
 /// The narrow blocks: 128 threads (16 row groups), 8 rows a thread (128-row tiles, 32 KiB staged
-/// forward, 48 backward) or 12 from kDenseNarrowTallLength positions (192-row tiles, 48 or 72
-/// KiB), four to six blocks per multiprocessor. Against 256-thread blocks on dense calls with many
+/// forward, 48 backward) or more from kDenseNarrowTallLength positions (kDenseNarrowTallRows:
+/// 256-row tiles forward, 64 KiB; 192-row backward, 72 KiB), three to six blocks per
+/// multiprocessor. Against 256-thread blocks on dense calls with many
 /// chains (bench/results/dense_rows_threads_b33a32d.txt, H200, of a same-traffic copy): bf16
 /// forward (8, 128, 1536) 0.57 -> 0.67, (64, 300, 768) 0.59 -> 0.72, (16, 2048, 2048) 0.82 ->
 /// 0.86, (8, 65536, 1536) 0.90 -> 0.94 (12 rows); bf16 backward 0.60-0.84 -> 0.63-0.90; f32
@@ -72,9 +73,22 @@ constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 /// against 0.88 forward, 0.88 against 0.90 backward; 128: 0.89 against 0.95, 0.86 against 0.92);
 /// f32 and double (4 and 8 lanes a channel) take them at any count (f32 (1, 2^20, 256) backward
 /// 0.76 -> 0.93).
-constexpr int kDenseNarrowThreads = 128, kDenseNarrowRows = 8, kDenseNarrowTallRows = 12;
+///
+/// The narrow tall tiles forward are 16 rows a thread (256-row tiles, 64 KiB staged, three blocks
+/// a multiprocessor), from 2048 positions in f32 and double, 4096 in 16-bit types; backward 12.
+/// Against 12 rows (bench --ascan_tune_rows, H200, lowest of three runs of a same-traffic copy,
+/// bench/results/tune_rows_6f3021d_run*.json.gz): f32 (1, 2^20, 256) 0.887 -> 0.921, (16, 2048,
+/// 2048) 0.912 -> 0.921 (0.894 on 8 rows, which it took), (8, 65536, 1536) 0.952 -> 0.959, the
+/// packed batches 0.843 / 0.816 -> 0.860 / 0.850, (8, 8192, 1536) and (4, 4096, 4096) within
+/// 0.007 (0.944 / 0.942); bf16 (8, 65536, 1536) 0.928 -> 0.943, (8, 8192, 1536) 0.873 -> 0.879;
+/// at 1024 positions 8 rows stay ahead (f32 0.863 against 0.818), and bf16 (16, 2048, 2048)
+/// keeps 8 (0.847 against 0.825).
+constexpr int kDenseNarrowThreads = 128, kDenseNarrowRows = 8;
+template <bool kBackward>
+constexpr int kDenseNarrowTallRows = kBackward ? 12 : 16;
 template <class T, bool kBackward>
-constexpr int64_t kDenseNarrowTallLength = kBackward ? (sizeof(T) == 2 ? 8192 : 2048) : 4096;
+constexpr int64_t kDenseNarrowTallLength = kBackward ? (sizeof(T) == 2 ? 8192 : 2048)
+                                                     : (sizeof(T) == 2 ? 4096 : 2048);
 constexpr double kDenseNarrowChainsPerSm = 0.45;
 
 /// The dense row kernel's block shapes: threads x rows a thread (DenseShape).
@@ -95,7 +109,7 @@ struct DenseShape {
   static constexpr int kRows = kTile == DenseTile::kShort    ? kDenseRows<T, kBackward>
                                : kTile == DenseTile::kTall   ? kDenseTallRows<kBackward>
                                : kTile == DenseTile::kNarrow ? kDenseNarrowRows
-                                                             : kDenseNarrowTallRows;
+                                                             : kDenseNarrowTallRows<kBackward>;
   static constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
   /// The tile a call falls back to where this one does not fit the device (dense_fits): the
   /// short tile of the same block size.
@@ -134,14 +148,14 @@ decltype(auto) with_dense_tile(DenseTile tile, F&& f) {
 
 /// The shape a dense row kernel call takes (run_rows takes the short tile of the same block size
 /// instead where the one picked does not fit the device, dense_fits). Packed calls (one chain
-/// per slab, so few): f32 and double narrow blocks, 12 rows forward and 8 backward (the
+/// per slab, so few): f32 and double narrow blocks, tall forward and 8 rows backward (the
 /// benchmark's packed batches, bench/results/dense_rows_packed_c10b8ee.txt: forward 0.82 / 0.79
-/// -> 0.85 / 0.82 of the copy, log-uniform / skewed, backward 0.76 / 0.73 -> 0.88 / 0.86; 12 rows
-/// backward 0.79 / 0.81); 16-bit 256 threads, tall as kDensePackedTall (narrow: 0.13-0.73 against
-/// 0.60-0.78). Dense calls: narrow blocks (12 rows from kDenseNarrowTallLength positions) unless
-/// 16-bit with fewer than kDenseNarrowChainsPerSm chains (batch times 128-byte slabs of channels)
-/// per multiprocessor (`sms`: the device's count); those take 256 threads, tall from
-/// kDenseTallLength positions.
+/// -> 0.85 / 0.82 of the copy, log-uniform / skewed, on 12 rows, 16 rows since; backward 0.76 /
+/// 0.73 -> 0.88 / 0.86; 12 rows backward 0.79 / 0.81); 16-bit 256 threads, tall as
+/// kDensePackedTall (narrow: 0.13-0.73 against 0.60-0.78). Dense calls: narrow blocks (tall from
+/// kDenseNarrowTallLength positions) unless 16-bit with fewer than kDenseNarrowChainsPerSm chains
+/// (batch times 128-byte slabs of channels) per multiprocessor (`sms`: the device's count); those
+/// take 256 threads, tall from kDenseTallLength positions.
 template <class T, bool kBackward>
 constexpr DenseTile dense_tile(int64_t batch, int64_t length, int64_t channels, bool packed,
                                int sms) {
