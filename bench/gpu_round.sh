@@ -4,6 +4,7 @@
 # elsewhere by bench/gpu_prepare.sh into $DEV (default build/dev), from the repository root:
 #
 #   TESTS=1 SANITIZE=1 BENCH=bench/rounds/standard.txt bash bench/gpu_round.sh
+#   NCU_SOURCE=1 PROFILE=bench/rounds/profile_source.txt bash bench/gpu_round.sh
 #
 # (the parts it runs must be there: a device call that carries the test binaries and the
 # benchmark together passes its 64 MiB, so those go in separate calls, as gpu_prepare.sh prints)
@@ -19,7 +20,9 @@
 #               the kernel (a regular expression on its function name), then ascan_bench's
 #               arguments (`window_bwd flat_window_kernel --benchmark_filter=^varlen/scan/...`);
 #               clocks left as they are (--clock-control none), the launch after the row's three
-#               warm-ups, the sections of NCU_SECTIONS; text reports in profile.tgz
+#               warm-ups, the sections of NCU_SECTIONS; text reports in profile.tgz; with
+#               NCU_SOURCE=1 also each report's source page, every SASS instruction with its
+#               executions and warp stall samples (<name>_sass.csv: which barrier or load waits)
 # Every job is stopped at DEADLINE seconds from the start (default 540, under the device's 600 s
 # a command), and a run that would start after it is skipped and said so. Outputs, under $OUT
 # (or bench/results/round), written as each part ends so that a stop keeps what finished:
@@ -163,9 +166,20 @@ profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed 
     echo "no ascan_bench arguments, not run" >"$LOGS/profile/$name.txt"
     return 2
   fi
+  local report=()  # NCU_SOURCE=1: the report kept (in $LOGS only) for its source page
+  [ "${NCU_SOURCE:-0}" != 1 ] ||
+    report=(--export "$LOGS/$name" --force-overwrite --print-summary none)
   timeout "$(left)" ncu --clock-control none --kernel-name-base function \
     --kernel-name "regex:$kernel" --launch-skip 3 --launch-count 1 "${section_args[@]}" \
-    "$DEV/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
+    "${report[@]}" "$DEV/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
+  local status=$?
+  if [ "${NCU_SOURCE:-0}" = 1 ] && [ -f "$LOGS/$name.ncu-rep" ]; then
+    # the details the console would have printed, then the source page
+    timeout 60 ncu --import "$LOGS/$name.ncu-rep" --page details >>"$LOGS/profile/$name.txt" 2>&1
+    timeout 60 ncu --import "$LOGS/$name.ncu-rep" --page source --print-source sass --csv \
+      >"$LOGS/profile/${name}_sass.csv" 2>&1
+  fi
+  return $status
 }
 
 [ -z "${BENCH:-}" ] || each_run "$BENCH" bench bench_run
