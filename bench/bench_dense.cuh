@@ -40,11 +40,11 @@ struct DenseCandidate {
   }
 };
 
-// The candidates: the library's four shapes (DenseTile: 256 x 8 short forward, 256 x 12 tall,
-// 128 x 8 narrow, 128 x 12 narrow tall; backward 256 x 4 and x 5 short, 256 x 8 tall, 128 x 8 and
-// x 12 narrow), then shapes no probe has measured on these calls: forward 128 x 16 (64 KiB staged,
-// three blocks a multiprocessor), 512 x 8 (128 KiB, one block; eight look-back lanes a channel in
-// 16-bit types, where 256 threads have four), backward 128 x 10 and 256 x 6; and, for the short
+// The candidates: the library's shapes (DenseTile: 256 x 8 short forward, 256 x 12 tall, 128 x 8
+// narrow, 128 x 16 narrow tall (64 KiB staged, three blocks a multiprocessor; 128 x 12 before the
+// runs of 6f3021d, kept here); backward 256 x 4 and x 5 short, 256 x 8 tall, 128 x 8 and x 12
+// narrow), then other shapes: forward 512 x 8 (128 KiB, one block; eight look-back lanes a channel
+// in 16-bit types, where 256 threads have four), backward 128 x 10 and 256 x 6; and, for the short
 // rows, where a call of T = 128 is one wave of one-tile chains that load, scan and store with
 // nothing to overlap, 128 x 4 forward and backward (tiles of 64 rows: twice the blocks, each done
 // sooner) and 256 x 4 forward (128 rows, as 128 x 8, in twice the threads). Each stays within the

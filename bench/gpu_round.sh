@@ -29,7 +29,7 @@
 # gpu_tests_<commit>.log (a header with the GPU, driver, date, build and the command, each job's
 # summary and exit status, then the logs), pytest_<commit>.log, bench.tgz (each run's JSON,
 # <name>.json, its console output, <name>.txt, and COMMIT) and profile.tgz (each profile's
-# report, <name>.txt, and COMMIT); a short table last on stdout. The
+# report, <name>.txt, with NCU_SOURCE=1 its source page, <name>_sass.csv, and COMMIT); a short table last on stdout. The
 # commit is the one each part was built from (gpu_prepare.sh's stamps).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -74,7 +74,7 @@ sanitize() {  # sanitize LOG TOOL BINARY FILTER
   local log=$1 tool=$2 bin=$3 filter=$4
   [ -x "$bin" ] || { echo "$bin not built, not run" >"$LOGS/$log.log"; return; }
   job "$log" compute-sanitizer --tool "$tool" --error-exitcode 1 "$bin" \
-    ${filter:+--gtest_filter=$filter}
+    ${filter:+"--gtest_filter=$filter"}
 }
 
 if [ "${TESTS:-0}" = 1 ] || [ "${SANITIZE:-0}" = 1 ]; then
@@ -171,13 +171,19 @@ profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed 
     report=(--export "$LOGS/$name" --force-overwrite --print-summary none)
   timeout "$(left)" ncu --clock-control none --kernel-name-base function \
     --kernel-name "regex:$kernel" --launch-skip 3 --launch-count 1 "${section_args[@]}" \
-    "${report[@]}" "$DEV/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
+    ${report[@]+"${report[@]}"} "$DEV/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
   local status=$?
-  if [ "${NCU_SOURCE:-0}" = 1 ] && [ -f "$LOGS/$name.ncu-rep" ]; then
-    # the details the console would have printed, then the source page
-    timeout 60 ncu --import "$LOGS/$name.ncu-rep" --page details >>"$LOGS/profile/$name.txt" 2>&1
-    timeout 60 ncu --import "$LOGS/$name.ncu-rep" --page source --print-source sass --csv \
-      >"$LOGS/profile/${name}_sass.csv" 2>&1
+  # the details the console would have printed, then the source page, each within the deadline
+  # (at most 60 s; `timeout 0` would not stop it)
+  local import=60
+  ((import <= $(left))) || import=$(left)
+  if [ "${NCU_SOURCE:-0}" = 1 ] && [ -f "$LOGS/$name.ncu-rep" ] && ((import > 0)); then
+    timeout "$import" ncu --import "$LOGS/$name.ncu-rep" --page details \
+      >>"$LOGS/profile/$name.txt" 2>&1
+    import=60
+    ((import <= $(left))) || import=$(left)
+    ((import < 1)) || timeout "$import" ncu --import "$LOGS/$name.ncu-rep" --page source \
+      --print-source sass --csv >"$LOGS/profile/${name}_sass.csv" 2>&1
   fi
   return $status
 }

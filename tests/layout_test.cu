@@ -1511,9 +1511,10 @@ std::vector<Case> tall_tile_cases(bool backward) {
       ++i;
       cases.push_back(c);
     }
-  // many chains (64 sequences of one slab): the narrow blocks, 8 rows and 12 (forward from 4096
-  // positions, backward 2048 in f32 and 8192 in 16-bit)
-  for (int64_t t : backward ? std::vector<int64_t>{200, 2113, 8200} : std::vector<int64_t>{200, 4225}) {
+  // many chains (64 sequences of one slab): the narrow blocks, 8 rows and taller (forward 16 rows
+  // from 2048 positions in f32 and double and 4096 in 16-bit, backward 12 from 2048 and 8192)
+  for (int64_t t :
+       backward ? std::vector<int64_t>{200, 2113, 8200} : std::vector<int64_t>{200, 2113, 4225}) {
     Case c = with_states(channel_last_case(backward, 64, t, 8), i % (backward ? 8 : 4));
     c.reverse = i % 2 == 1;
     c.gates = kAllGates[i % 5];

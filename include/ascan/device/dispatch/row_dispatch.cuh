@@ -82,7 +82,7 @@ constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 /// packed batches 0.843 / 0.816 -> 0.860 / 0.850, (8, 8192, 1536) and (4, 4096, 4096) within
 /// 0.007 (0.944 / 0.942); bf16 (8, 65536, 1536) 0.928 -> 0.943, (8, 8192, 1536) 0.873 -> 0.879;
 /// at 1024 positions 8 rows stay ahead (f32 0.863 against 0.818), and bf16 (16, 2048, 2048)
-/// keeps 8 (0.847 against 0.825).
+/// keeps 8 (0.847 against 0.825). Double takes f32's rule, unmeasured.
 constexpr int kDenseNarrowThreads = 128, kDenseNarrowRows = 8;
 template <bool kBackward>
 constexpr int kDenseNarrowTallRows = kBackward ? 12 : 16;
