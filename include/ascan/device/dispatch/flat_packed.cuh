@@ -341,6 +341,10 @@ inline int64_t packed_windows(int64_t length, int64_t window, int vec) {
 /// its static shared memory, a few KiB at most); launch_flat_windows raises the allowance past it.
 constexpr int kWindowDefaultShared = 40 * 1024;
 
+/// The most blocks per multiprocessor a window kernel with states is bounded for
+/// (launch_flat_windows).
+constexpr int kWindowStatesMinBlocks = 6;
+
 /// The elements a thread holds of a window of packed `Problem` under policy F = Flat::kPolicy, and
 /// the shared memory of the window's slots, with states or without (window_shared_bytes).
 template <class Problem, class Flat>
@@ -357,7 +361,13 @@ template <class Problem, class Flat>
 cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cudaStream_t stream) {
   constexpr FlatPolicy F = Flat::kPolicy;
   constexpr bool kVector = Problem::kVec > 1;
+  // Calls with states look up each vector's sequence states and hold more: at 7 blocks (72
+  // registers) the f32 backward window with states spills 204-208 bytes a thread against 124-140
+  // at 6 (ptxas, sm_90; the tuning runs measured the lean kernel only), so they keep at most
+  // kWindowStatesMinBlocks.
   constexpr int kMinBlocks = kVector ? F.window_min_blocks : 1;
+  constexpr int kMinBlocksStates =
+      kMinBlocks < kWindowStatesMinBlocks ? kMinBlocks : kWindowStatesMinBlocks;
   constexpr int kItems = kWindowThreadItems<Problem, Flat>;
   constexpr int kShared = kWindowShared<Problem, Flat, false>;
   constexpr int kSharedStates = kWindowShared<Problem, Flat, true>;
@@ -382,7 +392,7 @@ cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cud
                          ranges);
   };
   if (Problem::has_states(p))
-    return launch(&flat_window_kernel<Problem, F.threads, kItems, kMinBlocks, true>,
+    return launch(&flat_window_kernel<Problem, F.threads, kItems, kMinBlocksStates, true>,
                   std::integral_constant<int, kSharedStates>{});
   return launch(&flat_window_kernel<Problem, F.threads, kItems, kMinBlocks, false>,
                 std::integral_constant<int, kShared>{});
