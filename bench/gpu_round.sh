@@ -29,8 +29,8 @@
 # gpu_tests_<commit>.log (a header with the GPU, driver, date, build and the command, each job's
 # summary and exit status, then the logs), pytest_<commit>.log, bench.tgz (each run's JSON,
 # <name>.json, its console output, <name>.txt, and COMMIT) and profile.tgz (each profile's
-# report, <name>.txt, with NCU_SOURCE=1 its source page, <name>_sass.csv, and COMMIT); a short table last on stdout. The
-# commit is the one each part was built from (gpu_prepare.sh's stamps).
+# report, <name>.txt, with NCU_SOURCE=1 its source page, <name>_sass.csv, and COMMIT); a short
+# table last on stdout. The commit is the one each part was built from (gpu_prepare.sh's stamps).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 ROOT="$PWD"
@@ -46,6 +46,7 @@ built() { cat "$1" 2>/dev/null || echo "$(git rev-parse --short HEAD)-unstamped"
 GPU="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 summary=()
 left() { echo $((DEADLINE - SECONDS)); }  # seconds to the deadline
+capped() { local l; l=$(left); echo $((l < $1 ? l : $1)); }  # capped N: left, at most N
 
 # The small cases the sanitizers run (each tool is 10-100x slower than the test alone); each a
 # GoogleTest filter the environment may replace (the cases of the kernels a change touched).
@@ -174,16 +175,12 @@ profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed 
     ${report[@]+"${report[@]}"} "$DEV/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
   local status=$?
   # the details the console would have printed, then the source page, each within the deadline
-  # (at most 60 s; `timeout 0` would not stop it)
-  local import=60
-  ((import <= $(left))) || import=$(left)
-  if [ "${NCU_SOURCE:-0}" = 1 ] && [ -f "$LOGS/$name.ncu-rep" ] && ((import > 0)); then
-    timeout "$import" ncu --import "$LOGS/$name.ncu-rep" --page details \
-      >>"$LOGS/profile/$name.txt" 2>&1
-    import=60
-    ((import <= $(left))) || import=$(left)
-    ((import < 1)) || timeout "$import" ncu --import "$LOGS/$name.ncu-rep" --page source \
-      --print-source sass --csv >"$LOGS/profile/${name}_sass.csv" 2>&1
+  # (at most 60 s; none where nothing is left: `timeout 0` would not stop it)
+  if [ "${NCU_SOURCE:-0}" = 1 ] && [ -f "$LOGS/$name.ncu-rep" ]; then
+    (($(capped 60) < 1)) || timeout "$(capped 60)" ncu --import "$LOGS/$name.ncu-rep" \
+      --page details >>"$LOGS/profile/$name.txt" 2>&1
+    (($(capped 60) < 1)) || timeout "$(capped 60)" ncu --import "$LOGS/$name.ncu-rep" \
+      --page source --print-source sass --csv >"$LOGS/profile/${name}_sass.csv" 2>&1
   fi
   return $status
 }
