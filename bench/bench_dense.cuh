@@ -27,16 +27,20 @@
 
 namespace {
 
-/// A dense block shape: kThreads threads, kRows rows a thread (kThreads / 8 row groups of eight
-/// 16-byte lanes, so kThreads / 8 * kRows rows a tile).
-template <int kThreads, int kRows>
+/// A dense block shape: kThreads threads, kRows rows a thread, kLanes 16-byte lanes along channels
+/// (kThreads / kLanes row groups, so kThreads / kLanes * kRows rows a tile, and slabs of kLanes
+/// * 16 bytes of channels: the library's 8 lanes, 128 bytes; 4 lanes halve the slab, doubling
+/// the chains and the look-back lanes a channel). Named t<threads>_r<rows>, _l<lanes> where not 8.
+template <int kThreads, int kRows, int kLanes = ascan::detail::kDenseLanes>
 struct DenseCandidate {
   template <int kBytes>
   static constexpr bool fits = true;  // every element size
   static constexpr int threads = kThreads;
   static constexpr int rows = kRows;
+  static constexpr int lanes = kLanes;
   static std::string name() {
-    return "t" + std::to_string(kThreads) + "_r" + std::to_string(kRows);
+    return "t" + std::to_string(kThreads) + "_r" + std::to_string(kRows) +
+           (kLanes == ascan::detail::kDenseLanes ? "" : "_l" + std::to_string(kLanes));
   }
 };
 
@@ -49,14 +53,20 @@ struct DenseCandidate {
 // nothing to overlap, 128 x 4 forward and backward (tiles of 64 rows: twice the blocks, each done
 // sooner) and 256 x 4 forward (128 rows, as 128 x 8, in twice the threads). Each stays within the
 // 227 KiB a block may have on sm_90.
+//
+// Then the same block shapes in 4 lanes (64-byte slabs): twice the chains, and twice the
+// look-back lanes a channel, for the calls whose chains are few (the packed batches: one chain a
+// slab; 16-bit types, whose 128-byte slabs give a channel 4 look-back lanes in 256 threads).
 using ForwardDense =
     std::tuple<DenseCandidate<256, 8>, DenseCandidate<256, 12>, DenseCandidate<128, 8>,
                DenseCandidate<128, 12>, DenseCandidate<128, 16>, DenseCandidate<512, 8>,
-               DenseCandidate<128, 4>, DenseCandidate<256, 4>>;
+               DenseCandidate<128, 4>, DenseCandidate<256, 4>, DenseCandidate<256, 8, 4>,
+               DenseCandidate<256, 4, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 16, 4>>;
 using BackwardDense =
     std::tuple<DenseCandidate<256, 4>, DenseCandidate<256, 5>, DenseCandidate<256, 8>,
                DenseCandidate<128, 8>, DenseCandidate<128, 12>, DenseCandidate<128, 10>,
-               DenseCandidate<256, 6>, DenseCandidate<128, 4>>;
+               DenseCandidate<256, 6>, DenseCandidate<128, 4>, DenseCandidate<256, 5, 4>,
+               DenseCandidate<256, 8, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 12, 4>>;
 
 /// Candidate `Candidate`'s blocks on channel-last case `c` (dense, or packed: one batch of every
 /// row), launched as run_rows launches the library's: the call's row parameters
@@ -67,7 +77,8 @@ template <class T, bool kBackward, class Candidate>
 std::string measure_dense(const LayoutCase& c, double* ms) {
   using Dir = Direction<T, kBackward>;
   namespace d = ascan::detail;
-  constexpr int kThreads = Candidate::threads, kRows = Candidate::rows;
+  constexpr int kThreads = Candidate::threads, kRows = Candidate::rows,
+                kLanes = Candidate::lanes;
   const typename Dir::Args args = case_args<Dir>(c);
   if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
   if (c.layout != Layout::kChannelLast) return "not a channel-last call";
@@ -76,12 +87,12 @@ std::string measure_dense(const LayoutCase& c, double* ms) {
   if (!vector) return "not on the 16-byte vector grid: the dense kernel takes vector calls";
   const d::DenseRowParams<T> dp = d::dense_params<T, kBackward>(p);
   size_t bytes = 0;
-  if (!d::dense_block_scratch_bytes<T, kBackward, kThreads, kRows>(dp.batch, dp.length, dp.channels,
-                                                                   bool(c.offsets), bytes))
+  if (!d::dense_block_scratch_bytes<T, kBackward, kThreads, kRows, kLanes>(
+          dp.batch, dp.length, dp.channels, bool(c.offsets), bytes))
     return "too many tiles for one grid";
   if (std::string err = ensure_scratch(bytes); !err.empty()) return err;
   const auto launch = [&](auto packed) {
-    return d::launch_dense_rows<T, kBackward, kBackward, kThreads, kRows, d::kDenseLanes,
+    return d::launch_dense_rows<T, kBackward, kBackward, kThreads, kRows, kLanes,
                                 decltype(packed)::value>(dp, g_ws.scratch, g_gpu.stream);
   };
   return time_median(

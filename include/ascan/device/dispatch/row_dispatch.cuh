@@ -197,14 +197,15 @@ cudaError_t dense_fits(bool& fits) {
   return e;
 }
 
-/// Look-back records of a dense call in blocks of kThreads x kRows: every (sequence, slab, tile
-/// of the sequence); for a packed call (one batch) and kDensePremark, each tile's start bits after
-/// them. False where the tiles are too many for one grid.
-template <class T, bool kBackward, int kThreads, int kRows>
+/// Look-back records of a dense call in blocks of kThreads x kRows (kLanes 16-byte lanes along
+/// channels): every (sequence, slab, tile of the sequence); for a packed call (one batch) and
+/// kDensePremark, each tile's start bits after them. False where the tiles are too many for one
+/// grid.
+template <class T, bool kBackward, int kThreads, int kRows, int kLanes = kDenseLanes>
 bool dense_block_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
                                size_t& bytes) {
-  constexpr int64_t kWidth = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
-  constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kDenseLanes>;
+  constexpr int64_t kWidth = int64_t(kLanes) * (16 / int64_t(sizeof(T)));
+  constexpr int kTileRows = kDenseTileRows<kThreads, kRows, kLanes>;
   const int64_t tiles = ceil_div(length, int64_t(kTileRows));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
