@@ -77,8 +77,7 @@ template <class T, bool kBackward, class Candidate>
 std::string measure_dense(const LayoutCase& c, double* ms) {
   using Dir = Direction<T, kBackward>;
   namespace d = ascan::detail;
-  constexpr int kThreads = Candidate::threads, kRows = Candidate::rows,
-                kLanes = Candidate::lanes;
+  constexpr int kThreads = Candidate::threads, kRows = Candidate::rows, kLanes = Candidate::lanes;
   const typename Dir::Args args = case_args<Dir>(c);
   if (const ascan::Status st = ascan::can_implement(args); !st.ok()) return st.message;
   if (c.layout != Layout::kChannelLast) return "not a channel-last call";

@@ -325,11 +325,13 @@ TEST(HostPath, DenseTileShapes) {
   EXPECT_EQ(h16(true, 1, 1 << 20, 256), DenseTile::kTall);  // 4 chains
   EXPECT_EQ(h16(true, 2, 1000, 1024), DenseTile::kShort);
   EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 20, 256, false, 0)), DenseTile::kNarrowTall);
-  // packed: f32 narrow (16 rows forward, 8 backward); 16-bit 256 threads, tall backward
+  // packed: f32 narrow (16 rows forward, 8 backward); 16-bit forward half slabs, backward 256
+  // threads, tall
   EXPECT_EQ((dense_tile<float, true>(1, 1 << 22, 512, true, sms)), DenseTile::kNarrow);
   EXPECT_EQ((dense_tile<float, false>(1, 1 << 22, 512, true, sms)), DenseTile::kNarrowTall);
   EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 22, 1024, true, sms)), DenseTile::kTall);
-  EXPECT_EQ((dense_tile<bf16, false>(1, 1 << 22, 1024, true, sms)), DenseTile::kShort);
+  EXPECT_EQ((dense_tile<bf16, false>(1, 1 << 22, 1024, true, sms)), DenseTile::kHalfSlab);
+  EXPECT_EQ((dense_tile<bf16, false>(1, 100, 8, true, sms)), DenseTile::kHalfSlab);
   // each tile's block, and which calls can take it (dense_tile's choices and their fallbacks)
   static_assert(DenseShape<bf16, false, DenseTile::kShort>::kThreads == 256 &&
                     DenseShape<bf16, false, DenseTile::kShort>::kRows == 8 &&
@@ -340,19 +342,27 @@ TEST(HostPath, DenseTileShapes) {
                     DenseShape<float, false, DenseTile::kNarrow>::kThreads == 128 &&
                     DenseShape<float, false, DenseTile::kNarrow>::kRows == 8 &&
                     DenseShape<float, false, DenseTile::kNarrowTall>::kRows == 16 &&
-                    DenseShape<float, true, DenseTile::kNarrowTall>::kRows == 12,
+                    DenseShape<float, true, DenseTile::kNarrowTall>::kRows == 12 &&
+                    DenseShape<bf16, false, DenseTile::kHalfSlab>::kThreads == 128 &&
+                    DenseShape<bf16, false, DenseTile::kHalfSlab>::kRows == 16 &&
+                    DenseShape<bf16, false, DenseTile::kHalfSlab>::kLanes == 4 &&
+                    DenseShape<bf16, false, DenseTile::kNarrowTall>::kLanes == 8 &&
+                    DenseShape<bf16, false, DenseTile::kShort>::kLanes == 8,
                 "the tiles' blocks");
   static_assert(
       DenseShape<bf16, true, DenseTile::kTall>::kFallback == DenseTile::kShort &&
-          DenseShape<float, false, DenseTile::kNarrowTall>::kFallback == DenseTile::kNarrow,
-      "a tile that does not fit falls back to the short tile of its block size");
-  for (const DenseTile t :
-       {DenseTile::kShort, DenseTile::kTall, DenseTile::kNarrow, DenseTile::kNarrowTall}) {
+          DenseShape<float, false, DenseTile::kNarrowTall>::kFallback == DenseTile::kNarrow &&
+          DenseShape<bf16, false, DenseTile::kHalfSlab>::kFallback == DenseTile::kShort,
+      "a tile that does not fit falls back to the short tile of its block size (the half-slab "
+      "tile to the one packed 16-bit calls took before it)");
+  for (const DenseTile t : {DenseTile::kShort, DenseTile::kTall, DenseTile::kNarrow,
+                            DenseTile::kNarrowTall, DenseTile::kHalfSlab}) {
     const bool narrow = t == DenseTile::kNarrow || t == DenseTile::kNarrowTall;
-    EXPECT_TRUE((dense_reachable<bf16, false, false>(t)));
+    const bool half = t == DenseTile::kHalfSlab;
+    EXPECT_EQ((dense_reachable<bf16, false, false>(t)), !half);
     EXPECT_EQ((dense_reachable<float, true, false>(t)), narrow);
     EXPECT_EQ((dense_reachable<float, false, true>(t)), narrow);
-    EXPECT_EQ((dense_reachable<bf16, false, true>(t)), t == DenseTile::kShort);
+    EXPECT_EQ((dense_reachable<bf16, false, true>(t)), t == DenseTile::kShort || half);
     EXPECT_EQ((dense_reachable<bf16, true, true>(t)),
               t == DenseTile::kShort || t == DenseTile::kTall);
   }
@@ -402,6 +412,13 @@ TEST(HostPath, DenseTileShapes) {
         EXPECT_GT(e, 0u);
         EXPECT_GE(bytes, e) << length;
       }
+      // forward, the half-slab tile's (4 lanes: its own slabs and tiles)
+      size_t forward = 0, half = 0;
+      ASSERT_TRUE((dense_scratch_bytes<bf16, false>(b, length, 72, packed, forward)));
+      ASSERT_TRUE(
+          (dense_scratch_bytes_of<bf16, false, DenseTile::kHalfSlab>(b, length, 72, packed, half)));
+      EXPECT_GT(half, 0u);
+      EXPECT_GE(forward, half) << length;
     }
 }
 

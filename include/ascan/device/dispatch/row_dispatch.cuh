@@ -91,29 +91,45 @@ constexpr int64_t kDenseNarrowTallLength = kBackward ? (sizeof(T) == 2 ? 8192 : 
                                                      : (sizeof(T) == 2 ? 4096 : 2048);
 constexpr double kDenseNarrowChainsPerSm = 0.45;
 
+/// The half-slab tile: 128 threads of 16 rows in 4 lanes of 16 bytes along channels (64-byte
+/// slabs, 512-row tiles, 64 KiB staged), which packed 16-bit calls take forward. A packed call's
+/// chains are its slabs, so few (a 256-channel bf16 batch has 4 of 128 bytes), and each tile waits
+/// on a deep look-back; half slabs double the chains and the look-back lanes a channel (4 in 128
+/// threads, where 128-byte slabs of 16-bit values give 2, and 4 in 256 threads). Measured
+/// (bench --ascan_tune_rows, lowest of three runs, of a same-traffic copy) on an H100: the skewed
+/// bf16 batch (2^22 + 1000 sequences, 256 channels) forward 0.774 on 256 x 8 -> 0.857, 0.829 on
+/// 128 x 8 in 4 lanes; backward every half-slab shape was slower (0.68-0.77 against 0.81), and so
+/// were dense calls (f32 and bf16, up to 0.1), whose chains are many.
+constexpr int kDenseHalfLanes = 4, kDenseHalfRows = 16;
+
 /// The dense row kernel's block shapes: threads x rows a thread (DenseShape).
 enum class DenseTile {
   kShort,       ///< 256 x kDenseRows
   kTall,        ///< 256 x kDenseTallRows
   kNarrow,      ///< 128 x kDenseNarrowRows
   kNarrowTall,  ///< 128 x kDenseNarrowTallRows
+  kHalfSlab,    ///< 128 x kDenseHalfRows in kDenseHalfLanes lanes (packed 16-bit forward)
 };
 
-/// A DenseTile's block: threads, rows a thread, and the staged bytes of its dynamic shared memory.
-/// The one place a tile's numbers are spelled: run_rows' fits check and launch and the workspace
-/// (dense_scratch_bytes) all read them here.
+/// A DenseTile's block: threads, rows a thread, 16-byte lanes along channels, and the staged bytes
+/// of its dynamic shared memory. The one place a tile's numbers are spelled: run_rows' fits check
+/// and launch and the workspace (dense_scratch_bytes) all read them here.
 template <class T, bool kBackward, DenseTile kTile>
 struct DenseShape {
   static constexpr bool kWide = kTile == DenseTile::kShort || kTile == DenseTile::kTall;
+  static constexpr bool kHalf = kTile == DenseTile::kHalfSlab;
   static constexpr int kThreads = kWide ? kDenseThreads : kDenseNarrowThreads;
-  static constexpr int kRows = kTile == DenseTile::kShort    ? kDenseRows<T, kBackward>
-                               : kTile == DenseTile::kTall   ? kDenseTallRows<kBackward>
-                               : kTile == DenseTile::kNarrow ? kDenseNarrowRows
-                                                             : kDenseNarrowTallRows<kBackward>;
+  static constexpr int kRows = kTile == DenseTile::kShort        ? kDenseRows<T, kBackward>
+                               : kTile == DenseTile::kTall       ? kDenseTallRows<kBackward>
+                               : kTile == DenseTile::kNarrow     ? kDenseNarrowRows
+                               : kTile == DenseTile::kNarrowTall ? kDenseNarrowTallRows<kBackward>
+                                                                 : kDenseHalfRows;
+  static constexpr int kLanes = kHalf ? kDenseHalfLanes : kDenseLanes;
   static constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
   /// The tile a call falls back to where this one does not fit the device (dense_fits): the
-  /// short tile of the same block size.
-  static constexpr DenseTile kFallback = kWide ? DenseTile::kShort : DenseTile::kNarrow;
+  /// short tile of the same block size; the half-slab tile's, the short tile that packed 16-bit
+  /// calls took before it.
+  static constexpr DenseTile kFallback = kWide || kHalf ? DenseTile::kShort : DenseTile::kNarrow;
 };
 
 /// Whether a call of this type and direction, packed (the dense kernel's packed form) or not, may
@@ -123,6 +139,7 @@ struct DenseShape {
 template <class T, bool kBackward, bool kPacked>
 constexpr bool dense_reachable(DenseTile tile) {
   const bool narrow = tile == DenseTile::kNarrow || tile == DenseTile::kNarrowTall;
+  if (tile == DenseTile::kHalfSlab) return kPacked && sizeof(T) == 2 && !kBackward;
   if (kPacked && !kDensePackedNarrow<T>)
     return tile == DenseTile::kShort ||
            (kDensePackedTall<T, kBackward> && tile == DenseTile::kTall);
@@ -140,6 +157,8 @@ decltype(auto) with_dense_tile(DenseTile tile, F&& f) {
       return f(std::integral_constant<D, D::kNarrow>{});
     case D::kNarrowTall:
       return f(std::integral_constant<D, D::kNarrowTall>{});
+    case D::kHalfSlab:
+      return f(std::integral_constant<D, D::kHalfSlab>{});
     case D::kShort:
     default:
       return f(std::integral_constant<D, D::kShort>{});
@@ -151,16 +170,17 @@ decltype(auto) with_dense_tile(DenseTile tile, F&& f) {
 /// per slab, so few): f32 and double narrow blocks, tall forward and 8 rows backward (the
 /// benchmark's packed batches, bench/results/dense_rows_packed_c10b8ee.txt: forward 0.82 / 0.79
 /// -> 0.85 / 0.82 of the copy, log-uniform / skewed, on 12 rows, 16 rows since; backward 0.76 /
-/// 0.73 -> 0.88 / 0.86; 12 rows backward 0.79 / 0.81); 16-bit 256 threads, tall as
-/// kDensePackedTall (narrow: 0.13-0.73 against 0.60-0.78). Dense calls: narrow blocks (tall from
-/// kDenseNarrowTallLength positions) unless 16-bit with fewer than kDenseNarrowChainsPerSm chains
-/// (batch times 128-byte slabs of channels) per multiprocessor (`sms`: the device's count); those
-/// take 256 threads, tall from kDenseTallLength positions.
+/// 0.73 -> 0.88 / 0.86; 12 rows backward 0.79 / 0.81); 16-bit forward the half-slab tile, backward
+/// 256 threads, tall as kDensePackedTall (narrow: 0.13-0.73 against 0.60-0.78). Dense calls:
+/// narrow blocks (tall from kDenseNarrowTallLength positions) unless 16-bit with fewer than
+/// kDenseNarrowChainsPerSm chains (batch times 128-byte slabs of channels) per multiprocessor
+/// (`sms`: the device's count); those take 256 threads, tall from kDenseTallLength positions.
 template <class T, bool kBackward>
 constexpr DenseTile dense_tile(int64_t batch, int64_t length, int64_t channels, bool packed,
                                int sms) {
   if (packed) {
     if (kDensePackedNarrow<T>) return kBackward ? DenseTile::kNarrow : DenseTile::kNarrowTall;
+    if (!kBackward) return DenseTile::kHalfSlab;
     return kDensePackedTall<T, kBackward> ? DenseTile::kTall : DenseTile::kShort;
   }
   const int64_t width = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
@@ -219,7 +239,7 @@ template <class T, bool kBackward, DenseTile kTile>
 bool dense_scratch_bytes_of(int64_t batch, int64_t length, int64_t channels, bool packed,
                             size_t& bytes) {
   using Shape = DenseShape<T, kBackward, kTile>;
-  return dense_block_scratch_bytes<T, kBackward, Shape::kThreads, Shape::kRows>(
+  return dense_block_scratch_bytes<T, kBackward, Shape::kThreads, Shape::kRows, Shape::kLanes>(
       batch, length, channels, packed, bytes);
 }
 /// A dense call's workspace: the largest of its tile shapes' (the size a query reports does not
@@ -228,12 +248,13 @@ template <class T, bool kBackward>
 bool dense_scratch_bytes(int64_t batch, int64_t length, int64_t channels, bool packed,
                          size_t& bytes) {
   using D = DenseTile;
-  size_t each[4] = {};
+  size_t each[5] = {};
   if (!dense_scratch_bytes_of<T, kBackward, D::kShort>(batch, length, channels, packed, each[0]) ||
       !dense_scratch_bytes_of<T, kBackward, D::kTall>(batch, length, channels, packed, each[1]) ||
       !dense_scratch_bytes_of<T, kBackward, D::kNarrow>(batch, length, channels, packed, each[2]) ||
       !dense_scratch_bytes_of<T, kBackward, D::kNarrowTall>(batch, length, channels, packed,
-                                                            each[3]))
+                                                            each[3]) ||
+      !dense_scratch_bytes_of<T, kBackward, D::kHalfSlab>(batch, length, channels, packed, each[4]))
     return false;
   bytes = 0;
   for (size_t b : each) bytes = b > bytes ? b : bytes;
@@ -317,16 +338,17 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
       if (const Status st = current_multiprocessors(sms); !st.ok()) return st;
     }
     tile = dense_tile<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
-    // the tall tiles only: the short ones are what a call falls back to
+    // the tall and half-slab tiles only: the short ones are what a call falls back to
     const auto fits = [&](auto kind, auto packed_form, bool& yes) -> cudaError_t {
       constexpr DenseTile kTile = decltype(kind)::value;
       constexpr bool kPacked = decltype(packed_form)::value;
       using Shape = DenseShape<T, kBackward, kTile>;
       yes = true;
-      if constexpr ((kTile == DenseTile::kTall || kTile == DenseTile::kNarrowTall) &&
+      if constexpr ((kTile == DenseTile::kTall || kTile == DenseTile::kNarrowTall ||
+                     kTile == DenseTile::kHalfSlab) &&
                     dense_reachable<T, kBackward, kPacked>(kTile))
         return dense_fits<&dense_row_kernel<T, kBackward, false, Shape::kThreads, Shape::kRows,
-                                            kDenseLanes, kPacked>,
+                                            Shape::kLanes, kPacked>,
                           Shape::kShared>(yes);
       return cudaSuccess;
     };
@@ -353,9 +375,9 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
         using Shape = DenseShape<T, kBackward, kTile>;
         if constexpr (dense_reachable<T, kBackward, kPacked>(kTile)) {
           return desc ? launch_dense_rows<T, kBackward, true, Shape::kThreads, Shape::kRows,
-                                          kDenseLanes, kPacked>(d, workspace, stream)
+                                          Shape::kLanes, kPacked>(d, workspace, stream)
                       : launch_dense_rows<T, kBackward, false, Shape::kThreads, Shape::kRows,
-                                          kDenseLanes, kPacked>(d, workspace, stream);
+                                          Shape::kLanes, kPacked>(d, workspace, stream);
         } else {
           return cudaErrorInvalidValue;  // dense_tile never gives this call the tile
         }
