@@ -761,10 +761,9 @@ constexpr bool window_padded(bool blocked, int per, int bytes) {
 /// A packed window staged in shared memory (flat_window_kernel, dispatch/flat_packed.cuh): the
 /// kSpan elements of each stream from grid position `origin`, vector V (kVec elements) of stream s
 /// at slot V + V / 8 of the stream's kSlots where kPadded (one slot of padding after every eight:
-/// window_padded), at slot V otherwise; where the Problem reads neighbours, the vector just
-/// before the span at halo[2 s kVec] and the one just after it at halo[(2 s + 1) kVec] (of which
-/// only the elements next to the span are read, and only those are staged where the vectors are
-/// not whole in the row). Positions outside the channel's row hold the stream's fill.
+/// window_padded), at slot V otherwise; where the Problem reads neighbours, the element just
+/// before the span at halo[2 s] and the one just after it at halo[2 s + 1]. Positions outside the
+/// channel's row hold the stream's fill.
 template <class T, int kVec, int64_t kSpan, bool kPadded>
 struct StagedWindow {
   static constexpr int kVectors = static_cast<int>(kSpan / kVec);
@@ -823,8 +822,8 @@ struct StagedWindow {
   /// Element v of stream s, v from origin - 1 to origin + kSpan.
   __device__ __forceinline__ T at(int s, int64_t v) const {
     const int64_t e = v - origin;
-    if (e < 0) return halo[2 * s * kVec + kVec - 1];
-    if (e >= kSpan) return halo[(2 * s + 1) * kVec];
+    if (e < 0) return halo[2 * s];
+    if (e >= kSpan) return halo[2 * s + 1];
     const uint32_t u = static_cast<uint32_t>(e);
     return slot(s, u / kVec)[u % kVec];
   }

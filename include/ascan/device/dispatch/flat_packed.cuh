@@ -33,13 +33,9 @@ namespace detail {
 /// rank + kThreads, ... (kVectors of them; each warp's copies one contiguous stretch): 16-byte
 /// asynchronous copies (cp.async: no register holds them while they fly) where a vector lies inside
 /// the row [row_lo, row_hi), the elements one by one with the stream's fill outside it otherwise
-/// (the row's edge vectors, and the scalar path). Thread 0 stages the halo the same way: the whole
-/// vectors around the span by copies where they lie inside the row (so that no warp waits on a
-/// load before the window's search, whose first barrier held every warp while thread 0 loaded
-/// the halo: 55% of the f32 backward window's stall samples at barriers, 32% at that one, on an
-/// H100, results/ncu_window_f32_bwd_a48133d_h100_sass.csv.gz), the elements next to the span
-/// otherwise. The copies are committed; the caller waits for them (__pipeline_wait_prior) and
-/// holds a barrier before any thread reads the window.
+/// (the row's edge vectors, and the scalar path). Thread 0 stages the halo. The copies are
+/// committed; the caller waits for them (__pipeline_wait_prior) and holds a barrier before any
+/// thread reads the window.
 template <class Problem, int kThreads, int kVectors, class View>
 __device__ __forceinline__ void stage_window(const typename Problem::Params& p, const FlatRange& r,
                                              const View& view, int rank) {
@@ -79,17 +75,8 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
     }
     if constexpr (Problem::kStagedHalo) {
       if (rank == 0) {
-        const int64_t below = view.origin - kVec, above = view.origin + View::kVectors * kVec;
-        T* const before = view.halo + 2 * s * kVec;
-        T* const after = before + kVec;
-        if (kCopies && below >= r.row_lo)
-          __pipeline_memcpy_async(before, src + below, 16);
-        else
-          before[kVec - 1] = element(src, view.origin - 1, s);
-        if (kCopies && above + kVec <= r.row_hi)
-          __pipeline_memcpy_async(after, src + above, 16);
-        else
-          after[0] = element(src, above, s);
+        view.halo[2 * s] = element(src, view.origin - 1, s);
+        view.halo[2 * s + 1] = element(src, view.origin + View::kVectors * kVec, s);
       }
     }
   }
@@ -162,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
   using Scan = SegmentBlockScan<C, kThreads, kReverse, kRuns>;
   __shared__ typename Scan::TempStorage storage;
   __shared__ C carry_in;
-  __shared__ __align__(16) T halo[2 * Problem::kStagedStreams * kVec];
+  __shared__ T halo[2 * Problem::kStagedStreams];
   __shared__ uint32_t starts[kSpan / 32 + 2];  // the window's start bits (mark_starts)
   extern __shared__ uint4 staged[];            // kStagedStreams * View::kStreamElements elements
   Scan scan(storage);
