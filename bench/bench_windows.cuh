@@ -60,17 +60,22 @@ struct WindowCandidate {
 // vectors where a thread's vectors read with fewer bank conflicts so (window_padded: 8, 12 or 16
 // vectors a thread, not 5, 6 or 10); launch_flat_windows raises the shared memory allowance past
 // 40 KiB of slots. Backward: 10 KiB at 7 blocks (30 KiB of slots; 72 registers, where f32 spills
-// 24 bytes and bf16 56 on sm_90), 12 KiB (36 KiB, 6 blocks; spills 12 and 20 bytes), 16 KiB
-// (54 KiB, 4) and 20 KiB (60 KiB, 3; f32 only); forward 16 KiB at 4 blocks (the best on f32 of
-// 0aa4b95's runs), 24 KiB (54 KiB, 4) and 32 KiB (72 KiB, 3), both f32 only. (bf16's 16 KiB
-// backward window, 64 elements a thread, reaches the 128 registers of 4 blocks and spills 16 bytes
-// on sm_90.) In 0aa4b95's runs smaller windows lost on every backward row and 256-thread blocks
-// on every backward and bf16 row (bench/RESULTS.md, "Packed windows' sizes").
+// 24 bytes and bf16 56 on sm_90), 12 KiB (36 KiB, registers for 6 blocks; spills 12 and 20
+// bytes), 16 KiB (54 KiB, 4) and 20 KiB (60 KiB, 3; f32 only); forward 16 KiB at 4 blocks (the
+// best on f32 of 0aa4b95's runs), 24 KiB (54 KiB, 4) and 32 KiB (72 KiB, 3), both f32 only. (bf16's
+// 16 KiB backward window, 64 elements a thread, reaches the 128 registers of 4 blocks and spills 16
+// bytes on sm_90.) In 0aa4b95's runs smaller windows lost on every backward row and 256-thread
+// blocks on every backward and bf16 row (bench/RESULTS.md, "Packed windows' sizes"). Last, 36 KiB
+// of slots at 5 blocks both ways (16 KiB forward, 12 KiB backward): with its 2 KiB of static shared
+// memory and the 1 KiB reserved, a block of those slots takes about 39 KiB, so 228 KiB hold five,
+// not the six the 16-bit windows' launch bounds give up registers for (layout_test's
+// WindowResidency); five give them up to 96 registers a thread, where six give 80 and they spill.
 using ForwardWindows = std::tuple<WindowCandidate<128, 16384, 6>, WindowCandidate<128, 16384, 4>,
-                                  WindowCandidate<128, 24576, 4>, WindowCandidate<128, 32768, 3>>;
+                                  WindowCandidate<128, 24576, 4>, WindowCandidate<128, 32768, 3>,
+                                  WindowCandidate<128, 16384, 5>>;
 using BackwardWindows = std::tuple<WindowCandidate<128, 10240, 6>, WindowCandidate<128, 10240, 7>,
                                    WindowCandidate<128, 12288, 6>, WindowCandidate<128, 16384, 4>,
-                                   WindowCandidate<128, 20480, 3>>;
+                                   WindowCandidate<128, 20480, 3>, WindowCandidate<128, 12288, 5>>;
 
 /// Candidate `Candidate`'s windows on packed case `c` (time-contiguous), launched directly as the
 /// library launches its own (run_flat_packed: the workspace sized for the scalar path's windows).

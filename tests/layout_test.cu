@@ -31,11 +31,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "layout_util.cuh"
@@ -1394,6 +1396,69 @@ TYPED_TEST(LayoutTest, BackwardPackedFlatReverse) {
   run_cases<TypeParam>(packed_flat_cases(true, true));
 }
 
+/// Blocks per multiprocessor of the library's packed window kernel for elements T, direction
+/// kBackward, with states or without, on the vector path (the kernel launch_flat_windows takes
+/// under FlatTuning), from its registers and shared memory; and the blocks its launch bounds ask.
+template <class T, bool kBackward, bool kStates>
+void window_residency(int& blocks, int& bound) {
+  namespace d = ascan::detail;
+  using Flat = d::FlatTuning<int(sizeof(T)), kBackward>;
+  using Problem = std::conditional_t<kBackward, d::FlatWindowBackward<T, false, true>,
+                                     d::FlatWindowForward<T, false, true>>;
+  constexpr d::FlatPolicy F = Flat::kPolicy;
+  constexpr int kBound = kStates && F.window_min_blocks > d::kWindowStatesMinBlocks
+                             ? d::kWindowStatesMinBlocks
+                             : F.window_min_blocks;
+  constexpr int kItems = d::kWindowThreadItems<Problem, Flat>;
+  constexpr int kShared = d::kWindowShared<Problem, Flat, kStates>;
+  bound = kBound;
+  blocks = -1;
+  const auto kernel = &d::flat_window_kernel<Problem, F.threads, kItems, kBound, kStates>;
+  ASSERT_TRUE(cuda_ok(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, F.threads, size_t(kShared)),
+      "cudaOccupancyMaxActiveBlocksPerMultiprocessor"));
+}
+
+/// The packed windows' residency on sm_90, where they were tuned: at least the blocks per
+/// multiprocessor each kernel had when its window was measured (bench/RESULTS.md, "Packed
+/// windows' sizes"). A change to a window kernel's registers or static shared memory that costs
+/// it a block shows here before any timing does: the f32 backward window holds seven blocks in
+/// 228 KiB with about 500 bytes to spare (an asynchronous halo of 80 bytes more a block cost it
+/// the seventh and 0.07-0.10 of the copy, bench/RESULTS.md). The 16-bit windows' slots (36 KiB
+/// both ways) leave room for five blocks, where their launch bounds ask registers for six.
+TEST(WindowResidency, Sm90) {
+  if (device_count() == 0) GTEST_SKIP() << no_device_reason();
+  cudaDeviceProp prop{};
+  ASSERT_TRUE(cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties"));
+  if (prop.major != 9 || prop.minor != 0)
+    GTEST_SKIP() << "the windows' residency is pinned for sm_90, where they were tuned (this is sm_"
+                 << prop.major << prop.minor << ")";
+  struct Row {
+    const char* name;
+    void (*get)(int&, int&);
+    int blocks;  // at least
+  };
+  const Row rows[] = {
+      {"f32 forward", &window_residency<float, false, false>, 4},
+      {"f32 forward, states", &window_residency<float, false, true>, 4},
+      {"f32 backward", &window_residency<float, true, false>, 7},
+      {"f32 backward, states", &window_residency<float, true, true>, 6},
+      {"bf16 forward", &window_residency<__nv_bfloat16, false, false>, 5},
+      {"bf16 forward, states", &window_residency<__nv_bfloat16, false, true>, 5},
+      {"bf16 backward", &window_residency<__nv_bfloat16, true, false>, 5},
+      {"bf16 backward, states", &window_residency<__nv_bfloat16, true, true>, 5},
+      {"f16 backward", &window_residency<__half, true, false>, 5},
+  };
+  for (const Row& r : rows) {
+    int blocks = 0, bound = 0;
+    r.get(blocks, bound);
+    if (::testing::Test::HasFatalFailure()) return;
+    std::printf("window residency %-22s %d blocks a multiprocessor (launch bounds ask %d)\n",
+                r.name, blocks, bound);
+    EXPECT_GE(blocks, r.blocks) << r.name;
+  }
+}
+
 TYPED_TEST(LayoutTest, PackedForward) { run_cases<TypeParam>(packed_cases(false, false)); }
 
 TYPED_TEST(LayoutTest, PackedReverse) { run_cases<TypeParam>(packed_cases(false, true)); }
@@ -1497,9 +1562,9 @@ std::vector<Case> row_mode_cases(bool backward) {
 /// sequence.
 std::vector<Case> tall_tile_cases(bool backward) {
   std::vector<Case> cases;
-  const std::vector<int64_t> lengths =
-      backward ? std::vector<int64_t>{2048, 2049, 2303, 2560, 70001}
-               : std::vector<int64_t>{4096, 4224, 4225, 4607, 70001};
+  const std::vector<int64_t> lengths = backward
+                                           ? std::vector<int64_t>{2048, 2049, 2303, 2560, 70001}
+                                           : std::vector<int64_t>{4096, 4224, 4225, 4607, 70001};
   int i = 0;
   for (int64_t t : lengths)
     for (auto [b, ch] : {std::pair<int64_t, int64_t>{2, 40}, {1, 256}}) {

@@ -473,7 +473,9 @@ struct FlatTuning {
   /// backward (no padding: 5 vectors a thread are conflict-free without it) and 36 KiB 16-bit
   /// backward (6 vectors a thread: 2-way conflicts padded or not, unpadded; window_padded), within
   /// the default allowance (run_flat_packed checks it); f32 windows four blocks per multiprocessor
-  /// forward and seven backward (six with states: launch_flat_windows), the others six. On the
+  /// forward and seven backward (six with states: launch_flat_windows), the others six (though
+  /// 16-bit windows, 36 KiB of slots both ways, fit five a multiprocessor by shared memory:
+  /// layout_test's WindowResidency). On the
   /// H200's four packed time-contiguous rows (f32 and bf16, log-uniform and skewed; bench
   /// --ascan_tune_windows, lowest of three runs, bench/RESULTS.md "Packed windows' sizes"), of a
   /// same-traffic copy: f32 backward 10 KiB at seven blocks 0.859 / 0.846 (log-uniform / skewed)
