@@ -308,16 +308,23 @@ std::string workspace_for(const std::string& key, const Extent& shape,
   std::string err = cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   const bool in_arrays = 5 * bytes + 2 * copy_bytes + kWorkspaceHeadroom > free_bytes;
   if (err.empty() && in_arrays) {
-    err = cuda_check(cudaMalloc(&g_ws.arrays, 5 * bytes), "cudaMalloc(arrays)");
+    // each array on a 256-byte boundary, as cudaMalloc would place it (so a row keeps its
+    // vector path whatever its size); the copy's second half past gates and tokens (the inputs
+    // the rows' checks and reruns rely on)
+    const size_t stride = (bytes + 255) / 256 * 256;
+    const size_t rounded = (copy_bytes + 255) / 256 * 256;
+    const size_t half = rounded > 2 * stride ? rounded : 2 * stride;
+    err = cuda_check(cudaMalloc(&g_ws.arrays, 2 * half > 5 * stride ? 2 * half : 5 * stride),
+                     "cudaMalloc(arrays)");
     if (err.empty()) {
       char* const base = static_cast<char*>(g_ws.arrays);
       g_ws.gates = base;
-      g_ws.tokens = base + bytes;
-      g_ws.out = base + 2 * bytes;
-      g_ws.grad = base + 3 * bytes;
-      g_ws.grad2 = base + 4 * bytes;
-      g_ws.copy_src = base;               // [0, 5 bytes / 2): gates, tokens, half of out
-      g_ws.copy_dst = base + copy_bytes;  // the rest: half of out, grad, grad2
+      g_ws.tokens = base + stride;
+      g_ws.out = base + 2 * stride;
+      g_ws.grad = base + 3 * stride;
+      g_ws.grad2 = base + 4 * stride;
+      g_ws.copy_src = base;         // the first half: gates, tokens, part of out
+      g_ws.copy_dst = base + half;  // the second: the rest of out, grad, grad2
       g_ws.copy_in_arrays = true;
     }
   } else if (err.empty()) {
