@@ -6,7 +6,8 @@
 #
 #   bench    ascan_bench (Release, ASCAN_BUILD_BENCH=ON)
 #   tests    the GPU test binaries: scan_test, scan_backward_test, layout_test,
-#            lookback_hook_test, capture_test, packed_offsets_test
+#            lookback_hook_test, capture_test, packed_offsets_test (or those TEST_TARGETS names,
+#            space-separated: the tests of the kernels a change touched, in a fraction of the time)
 #   python   the PyTorch package (pip install --target $DEV/pyascan ./python; needs the Python
 #            and torch of the GPU machine: PYTHON, default python3)
 #
@@ -42,8 +43,10 @@ targets=()
 for w in "${what[@]}"; do
   case "$w" in
     bench) targets+=(ascan_bench) ;;
-    tests) targets+=(scan_test scan_backward_test layout_test lookback_hook_test capture_test
-                     packed_offsets_test) ;;
+    tests)
+      # shellcheck disable=SC2206  # the names split on spaces
+      targets+=(${TEST_TARGETS:-scan_test scan_backward_test layout_test lookback_hook_test
+                capture_test packed_offsets_test}) ;;
     python) ;;
     *) echo "gpu_prepare.sh: unknown part '$w' (bench, tests, python)" >&2; exit 2 ;;
   esac
