@@ -285,6 +285,13 @@ struct Workspace {
 };
 Workspace g_ws;
 
+/// The upstream gradient's `n` elements, filled as every case's are (seed 3): by workspace_for,
+/// and again where a paired copy wrote over them (restore_inputs).
+template <class T>
+void fill_grad(int64_t n, cudaStream_t s) {
+  fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.grad), n, 0.0f, 1.0f, 3);
+}
+
 /// Device memory kept free beside a case's buffers for ascan's workspace (the look-back records:
 /// a few hundred MiB on the largest rows) before the copy's buffers move into the arrays.
 constexpr size_t kWorkspaceHeadroom = size_t{2} << 30;
@@ -351,7 +358,7 @@ std::string workspace_for(const std::string& key, const Extent& shape,
     cudaStream_t s = g_gpu.stream;
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.gates), n, 0.999f, 1.0f, 1);
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.tokens), n, 0.0f, 1.0f, 2);
-    fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.grad), n, 0.0f, 1.0f, 3);
+    fill_grad<T>(n, s);
     fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.h0), shape.sequences(), 0.0f, 1.0f, 4);
     err = cuda_check(cudaGetLastError(), "fill_uniform");
     if (err.empty() && !g_ws.copy_in_arrays)
@@ -371,8 +378,8 @@ std::string workspace_for(const std::string& key, const Extent& shape,
 
 /// The device memory workspace_for allocates for a case of `elements` elements in `sequences`
 /// sequences with `offset_count` cu_seqlens, plus the flush buffer held for the whole run; ascan's
-/// own workspace (multi-block tile states, if the path needs them) comes on top.
-/// (the most: a device without room for the copy's buffers holds them in the arrays).
+/// own workspace (multi-block tile states, if the path needs them) comes on top. That is the most
+/// it takes: a device without room for the copy's buffers holds the copy in the arrays.
 constexpr size_t workspace_bytes(int64_t elements, int64_t sequences, size_t elem_bytes,
                                  int64_t offset_count = 0) {
   const size_t bytes = size_t(elements) * elem_bytes;
@@ -380,18 +387,26 @@ constexpr size_t workspace_bytes(int64_t elements, int64_t sequences, size_t ele
          size_t(offset_count) * sizeof(int32_t) + kFlushBytes;
 }
 
+/// The outputs poisoned (all-ones bytes are NaN in every dtype), so that stale results cannot
+/// pass a row's check.
+template <class T>
+std::string poison_outputs() {
+  std::string err;
+  for (void* out : {g_ws.out, g_ws.grad2})
+    if (err.empty())
+      err = cuda_check(cudaMemsetAsync(out, 0xFF, size_t(g_ws.n) * sizeof(T), g_gpu.stream),
+                       "cudaMemsetAsync(out)");
+  return err;
+}
+
 /// Where the paired copy ran within the arrays (copy_in_arrays), what it overwrote of the inputs
 /// (the upstream gradient: grad lies in its destination) refilled as workspace_for filled it, and
 /// the outputs poisoned, for the operation to run once more before its check.
 template <class T>
 std::string restore_inputs() {
-  cudaStream_t s = g_gpu.stream;
-  fill_uniform<<<4096, 256, 0, s>>>(static_cast<T*>(g_ws.grad), g_ws.n, 0.0f, 1.0f, 3);
+  fill_grad<T>(g_ws.n, g_gpu.stream);
   std::string err = cuda_check(cudaGetLastError(), "fill_uniform");
-  for (void* out : {g_ws.out, g_ws.grad2})
-    if (err.empty())
-      err = cuda_check(cudaMemsetAsync(out, 0xFF, size_t(g_ws.n) * sizeof(T), s),
-                       "cudaMemsetAsync(out)");
+  if (err.empty()) err = poison_outputs<T>();
   return err;
 }
 

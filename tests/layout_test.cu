@@ -1406,9 +1406,7 @@ void window_residency(int& blocks, int& bound) {
   using Problem = std::conditional_t<kBackward, d::FlatWindowBackward<T, false, true>,
                                      d::FlatWindowForward<T, false, true>>;
   constexpr d::FlatPolicy F = Flat::kPolicy;
-  constexpr int kBound = kStates && F.window_min_blocks > d::kWindowStatesMinBlocks
-                             ? d::kWindowStatesMinBlocks
-                             : F.window_min_blocks;
+  constexpr int kBound = d::window_min_blocks(F, true, kStates);
   constexpr int kItems = d::kWindowThreadItems<Problem, Flat>;
   constexpr int kShared = d::kWindowShared<Problem, Flat, kStates>;
   bound = kBound;

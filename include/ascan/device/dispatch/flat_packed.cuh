@@ -345,6 +345,13 @@ constexpr int kWindowDefaultShared = 40 * 1024;
 /// (launch_flat_windows).
 constexpr int kWindowStatesMinBlocks = 6;
 
+/// The blocks per multiprocessor a window kernel of policy F is bounded for: F.window_min_blocks
+/// on the vector path (one on the scalar path), at most kWindowStatesMinBlocks with states.
+constexpr int window_min_blocks(const FlatPolicy& F, bool vector, bool states) {
+  const int blocks = vector ? F.window_min_blocks : 1;
+  return states && blocks > kWindowStatesMinBlocks ? kWindowStatesMinBlocks : blocks;
+}
+
 /// The elements a thread holds of a window of packed `Problem` under policy F = Flat::kPolicy, and
 /// the shared memory of the window's slots, with states or without (window_shared_bytes).
 template <class Problem, class Flat>
@@ -365,9 +372,8 @@ cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cud
   // registers) the f32 backward window with states spills 204-208 bytes a thread against 124-140
   // at 6 (ptxas, sm_90; the tuning runs measured the lean kernel only), so they keep at most
   // kWindowStatesMinBlocks.
-  constexpr int kMinBlocks = kVector ? F.window_min_blocks : 1;
-  constexpr int kMinBlocksStates =
-      kMinBlocks < kWindowStatesMinBlocks ? kMinBlocks : kWindowStatesMinBlocks;
+  constexpr int kMinBlocks = window_min_blocks(F, kVector, false);
+  constexpr int kMinBlocksStates = window_min_blocks(F, kVector, true);
   constexpr int kItems = kWindowThreadItems<Problem, Flat>;
   constexpr int kShared = kWindowShared<Problem, Flat, false>;
   constexpr int kSharedStates = kWindowShared<Problem, Flat, true>;

@@ -340,15 +340,14 @@ Status run_rows(RowParams<T> p, bool desc, bool vector, Path path, const Scratch
       if (const Status st = current_multiprocessors(sms); !st.ok()) return st;
     }
     tile = dense_tile<T, kBackward>(p.segments, p.length, p.channels, packed, sms);
-    // the tall and half-slab tiles only: the short ones are what a call falls back to
+    // the tiles that have a fallback only (the tall and half-slab ones): the short ones are what
+    // a call falls back to
     const auto fits = [&](auto kind, auto packed_form, bool& yes) -> cudaError_t {
       constexpr DenseTile kTile = decltype(kind)::value;
       constexpr bool kPacked = decltype(packed_form)::value;
       using Shape = DenseShape<T, kBackward, kTile>;
       yes = true;
-      if constexpr ((kTile == DenseTile::kTall || kTile == DenseTile::kNarrowTall ||
-                     kTile == DenseTile::kHalfSlab) &&
-                    dense_reachable<T, kBackward, kPacked>(kTile))
+      if constexpr (Shape::kFallback != kTile && dense_reachable<T, kBackward, kPacked>(kTile))
         return dense_fits<&dense_row_kernel<T, kBackward, false, Shape::kThreads, Shape::kRows,
                                             Shape::kLanes, kPacked>,
                           Shape::kShared>(yes);
