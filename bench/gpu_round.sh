@@ -15,7 +15,10 @@
 #   SANITIZE=1  compute-sanitizer memcheck and racecheck on the small cases named below
 #   PYTESTS=1   python/tests against the package built into $DEV/pyascan (PYTHONPATH)
 #   BENCH=FILE  ascan_bench runs, one line of FILE each: a name, then ascan_bench's arguments
-#               (`grid_run1 --benchmark_filter=^(copy|scan)/`); lines starting with # are skipped
+#               (`grid_run1 --benchmark_filter=^(copy|scan)/`); lines starting with # are skipped;
+#               a line that starts with @DIR runs DIR's ascan_bench instead of $DEV's (another
+#               build, prepared with DEV=DIR, for an A/B in one call: `@build/exp ab_b_run1 ...`),
+#               its build's commit beside its JSON (<name>.commit)
 #   PROFILE=FILE Nsight Compute on one launch of one benchmark row, one line of FILE each: a name,
 #               the kernel (a regular expression on its function name), then ascan_bench's
 #               arguments (`window_bwd flat_window_kernel --benchmark_filter=^varlen/scan/...`);
@@ -134,12 +137,18 @@ fi
 # $LOGS/PART, none started past the deadline; each run's exit status and time in the summary, and
 # $OUT/PART.tgz packed again after every run, so that a stop keeps what finished
 each_run() {
-  local list=$1 part=$2 run=$3 name rest start status
+  local list=$1 part=$2 run=$3 name rest start status bin
   mkdir -p "$LOGS/$part"
   built "$DEV/ascan_bench.commit" >"$LOGS/$part/COMMIT"
   summary+=("$part: ascan_bench built at $(cat "$LOGS/$part/COMMIT")")
   while read -r name rest; do
     case "$name" in '' | '#'*) continue ;; esac
+    bin="$DEV"
+    if [ "${name:0:1}" = @ ]; then  # @DIR NAME ARGS...: DIR's build
+      bin="$(absolute "${name:1}")"
+      read -r name rest <<<"$rest"
+      built "$bin/ascan_bench.commit" >"$LOGS/$part/$name.commit"
+    fi
     if (($(left) < 1)); then
       summary+=("$part $name: skipped (past DEADLINE=$DEADLINE s)")
       continue
@@ -150,14 +159,15 @@ each_run() {
     "$run" "$name" $rest </dev/null
     status=$?
     set +f
-    summary+=("$part $name: exit $status, $((SECONDS - start)) s")
+    summary+=("$part $name: exit $status, $((SECONDS - start)) s$([ "$bin" = "$DEV" ] ||
+      echo ", built at $(cat "$LOGS/$part/$name.commit")")")
     tar -czf "$OUT/$part.tgz" -C "$LOGS/$part" .
   done <"$list"
 }
 bench_run() {  # bench_run NAME ARGS...: ascan_bench ARGS..., its JSON and console output
   local name=$1
   shift
-  timeout "$(left)" "$DEV/ascan_bench" "$@" --benchmark_out="$LOGS/bench/$name.json" \
+  timeout "$(left)" "$bin/ascan_bench" "$@" --benchmark_out="$LOGS/bench/$name.json" \
     --benchmark_out_format=json >"$LOGS/bench/$name.txt" 2>&1
 }
 profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed launch
@@ -172,7 +182,7 @@ profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed 
     report=(--export "$LOGS/$name" --force-overwrite --print-summary none)
   timeout "$(left)" ncu --clock-control none --kernel-name-base function \
     --kernel-name "regex:$kernel" --launch-skip 3 --launch-count 1 "${section_args[@]}" \
-    ${report[@]+"${report[@]}"} "$DEV/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
+    ${report[@]+"${report[@]}"} "$bin/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
   local status=$?
   # the details the console would have printed, then the source page, each within the deadline
   # (at most 60 s; none where nothing is left: `timeout 0` would not stop it)
