@@ -70,7 +70,8 @@ struct WindowCandidate {
 // memory and the 1 KiB reserved, a block of those slots takes about 39 KiB, so 228 KiB hold five,
 // not the six the 16-bit windows' launch bounds give up registers for (layout_test's
 // WindowResidency); at five ptxas gives the lean kernels 96 registers a thread where six give 80
-// (sm_90: no stack forward either way; backward a stack of 24-32 bytes either way).
+// (sm_90: no stack forward either way; backward a stack of 24-32 bytes either way); on an H100
+// they were no faster than the library's six (bench/RESULTS.md, "Packed windows' sizes").
 using ForwardWindows = std::tuple<WindowCandidate<128, 16384, 6>, WindowCandidate<128, 16384, 4>,
                                   WindowCandidate<128, 24576, 4>, WindowCandidate<128, 32768, 3>,
                                   WindowCandidate<128, 16384, 5>>;

@@ -475,7 +475,8 @@ struct FlatTuning {
   /// the default allowance (run_flat_packed checks it); f32 windows four blocks per multiprocessor
   /// forward and seven backward (six with states: launch_flat_windows), the others six (though
   /// 16-bit windows, 36 KiB of slots both ways, fit five a multiprocessor by shared memory:
-  /// layout_test's WindowResidency). On the H200's four packed time-contiguous rows (f32 and bf16,
+  /// layout_test's WindowResidency; bounded for five they were no faster on an H100, bf16 forward
+  /// the same, backward 0.852 / 0.849 against 0.860 / 0.860). On the H200's four packed time-contiguous rows (f32 and bf16,
   /// log-uniform and skewed; bench --ascan_tune_windows, lowest of three runs, bench/RESULTS.md
   /// "Packed windows' sizes"), of a same-traffic copy: f32 backward 10 KiB at seven blocks 0.859 /
   /// 0.846 (log-uniform / skewed) against 0.834 / 0.835 at six, 12 KiB 0.79-0.80, 16 KiB 0.79-0.80,
