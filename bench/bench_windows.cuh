@@ -66,12 +66,13 @@ struct WindowCandidate {
 // 16 KiB backward window, 64 elements a thread, reaches the 128 registers of 4 blocks and spills 16
 // bytes on sm_90.) In 0aa4b95's runs smaller windows lost on every backward row and 256-thread
 // blocks on every backward and bf16 row (bench/RESULTS.md, "Packed windows' sizes"). Last, 36 KiB
-// of slots at 5 blocks both ways (16 KiB forward, 12 KiB backward): with its 2 KiB of static shared
-// memory and the 1 KiB reserved, a block of those slots takes about 39 KiB, so 228 KiB hold five,
-// not the six the 16-bit windows' launch bounds give up registers for (layout_test's
-// WindowResidency); at five ptxas gives the lean kernels 96 registers a thread where six give 80
-// (sm_90: no stack forward either way; backward a stack of 24-32 bytes either way); on an H100
-// they were no faster than the library's six (bench/RESULTS.md, "Packed windows' sizes").
+// of slots at 5 blocks both ways (16 KiB forward, 12 KiB backward): the 16-bit forward window's
+// shared memory holds five blocks, not the six its launch bounds give up registers for (the
+// backward window's holds six; layout_test's WindowResidency); at five ptxas gives the lean
+// kernels 96 registers a thread where six give 80 (sm_90: no stack forward either way; backward a
+// stack of 24-32 bytes either way). On an H100 they were no faster than the library's six: forward
+// the same, backward slower, where 96 registers leave room for five blocks of the six its shared
+// memory holds (bench/RESULTS.md, "Packed windows' sizes").
 using ForwardWindows = std::tuple<WindowCandidate<128, 16384, 6>, WindowCandidate<128, 16384, 4>,
                                   WindowCandidate<128, 24576, 4>, WindowCandidate<128, 32768, 3>,
                                   WindowCandidate<128, 16384, 5>>;

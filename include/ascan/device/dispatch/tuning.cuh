@@ -474,7 +474,7 @@ struct FlatTuning {
   /// backward (6 vectors a thread: 2-way conflicts padded or not, unpadded; window_padded), within
   /// the default allowance (run_flat_packed checks it); f32 windows four blocks per multiprocessor
   /// forward and seven backward (six with states: launch_flat_windows), the others six (though
-  /// 16-bit windows, 36 KiB of slots both ways, fit five a multiprocessor by shared memory:
+  /// 16-bit forward windows fit five a multiprocessor by shared memory, backward six:
   /// layout_test's WindowResidency; bounded for five they were no faster on an H100, bf16 forward
   /// the same, backward 0.852 / 0.849 against 0.860 / 0.860). On the H200's four packed
   /// time-contiguous rows (f32 and bf16, log-uniform and skewed; bench --ascan_tune_windows, lowest
