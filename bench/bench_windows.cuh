@@ -54,7 +54,8 @@ struct WindowCandidate {
 };
 
 // The candidates: first forward 16 KiB and backward 10 KiB at 128 threads and 6 blocks (the
-// library's shapes before the runs of 6f3021d; its own are its `library` rows, FlatTuning), then
+// library's shapes before the runs of 6f3021d, and its f32 backward shape again since 255f763; its
+// own are its `library` rows, FlatTuning), then
 // other sizes, each with the blocks a multiprocessor's 228 KiB hold (1 KiB of them
 // reserved per block). A stream's slots are its bytes, plus one slot of padding after every eight
 // vectors where a thread's vectors read with fewer bank conflicts so (window_padded: 8, 12 or 16

@@ -145,8 +145,13 @@ each_run() {
     case "$name" in '' | '#'*) continue ;; esac
     bin="$DEV"
     if [ "${name:0:1}" = @ ]; then  # @DIR NAME ARGS...: DIR's build
-      bin="$(absolute "${name:1}")"
+      local dir="${name:1}"
       read -r name rest <<<"$rest"
+      if [ -z "$dir" ] || [ -z "$name" ] || [ "${name:0:1}" = '#' ]; then  # no DIR, or no NAME
+        summary+=("$part: a line '@$dir ${name:-}' names no build or no run, skipped")
+        continue
+      fi
+      bin="$(absolute "$dir")"
       built "$bin/ascan_bench.commit" >"$LOGS/$part/$name.commit"
     fi
     if (($(left) < 1)); then
@@ -167,7 +172,8 @@ each_run() {
 bench_run() {  # bench_run NAME ARGS...: ascan_bench ARGS..., its JSON and console output
   local name=$1
   shift
-  timeout "$(left)" "$bin/ascan_bench" "$@" --benchmark_out="$LOGS/bench/$name.json" \
+  LD_LIBRARY_PATH="$bin/devlibs:$LD_LIBRARY_PATH" timeout "$(left)" "$bin/ascan_bench" "$@" \
+    --benchmark_out="$LOGS/bench/$name.json" \
     --benchmark_out_format=json >"$LOGS/bench/$name.txt" 2>&1
 }
 profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed launch
@@ -180,7 +186,8 @@ profile_run() {  # profile_run NAME KERNEL ARGS...: ncu on KERNEL's first timed 
   local report=()  # NCU_SOURCE=1: the report kept (in $LOGS only) for its source page
   [ "${NCU_SOURCE:-0}" != 1 ] ||
     report=(--export "$LOGS/$name" --force-overwrite --print-summary none)
-  timeout "$(left)" ncu --clock-control none --kernel-name-base function \
+  LD_LIBRARY_PATH="$bin/devlibs:$LD_LIBRARY_PATH" timeout "$(left)" ncu --clock-control none \
+    --kernel-name-base function \
     --kernel-name "regex:$kernel" --launch-skip 3 --launch-count 1 "${section_args[@]}" \
     ${report[@]+"${report[@]}"} "$bin/ascan_bench" "$@" >"$LOGS/profile/$name.txt" 2>&1
   local status=$?

@@ -1425,9 +1425,10 @@ void window_residency(int& blocks, int& bound) {
 /// bench/RESULTS.md). The minimums are the residency measured on an H100 and an H200
 /// (bench/results/gpu_tests_34c8cac_h100.log, gpu_tests_bc793a2.log), but for the f32 backward
 /// window, since bounded for six: 80 registers a thread hold six blocks (the shared memory
-/// would hold seven). The 16-bit forward window's shared memory (36 KiB of slots and over 2 KiB
-/// static) holds five blocks where its launch bounds ask registers for six; the f32 forward
-/// window, bounded for four, holds five.
+/// would hold seven). The 16-bit forward window's shared memory (36 KiB of slots, about 1.1 KiB
+/// static and the 1 KiB reserved a block) holds five blocks where its launch bounds ask registers
+/// for six; the 16-bit backward window's holds six with no byte to spare; the f32 forward window,
+/// bounded for four, holds five.
 TEST(WindowResidency, Sm90) {
   if (device_count() == 0) GTEST_SKIP() << no_device_reason();
   cudaDeviceProp prop{};

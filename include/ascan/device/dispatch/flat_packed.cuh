@@ -33,8 +33,8 @@ namespace detail {
 /// rank + kThreads, ... (kVectors of them; each warp's copies one contiguous stretch): 16-byte
 /// asynchronous copies (cp.async: no register holds them while they fly) where a vector lies inside
 /// the row [row_lo, row_hi), the elements one by one with the stream's fill outside it otherwise
-/// (the row's edge vectors, and the scalar path). Thread 0 stages the halo: by copies of one element
-/// where it is 4 or 8 bytes and inside the row, loaded otherwise. The copies are
+/// (the row's edge vectors, and the scalar path). Thread 0 stages the halo: by copies of one
+/// element where it is 4 or 8 bytes and inside the row, loaded otherwise. The copies are
 /// committed; the caller waits for them (__pipeline_wait_prior) and holds a barrier before any
 /// thread reads the window.
 template <class Problem, int kThreads, int kVectors, class View>
@@ -385,7 +385,8 @@ cudaError_t launch_flat_windows(typename Problem::Params p, void* workspace, cud
   // Calls with states look up each vector's sequence states and hold more: at 7 blocks (72
   // registers) the f32 backward window with states spills 204-208 bytes a thread against 124-140
   // at 6 (ptxas, sm_90; the tuning runs measured the lean kernel only), so they keep at most
-  // kWindowStatesMinBlocks.
+  // kWindowStatesMinBlocks (the library's policies ask at most six; the benchmark's candidates
+  // ask more).
   constexpr int kMinBlocks = window_min_blocks(F, kVector, false);
   constexpr int kMinBlocksStates = window_min_blocks(F, kVector, true);
   constexpr int kItems = kWindowThreadItems<Problem, Flat>;

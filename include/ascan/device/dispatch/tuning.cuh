@@ -473,21 +473,22 @@ struct FlatTuning {
   /// backward (no padding: 5 vectors a thread are conflict-free without it) and 36 KiB 16-bit
   /// backward (6 vectors a thread: 2-way conflicts padded or not, unpadded; window_padded), within
   /// the default allowance (run_flat_packed checks it); f32 windows four blocks per multiprocessor
-  /// forward, the others six (16-bit forward windows fit five by shared memory, backward six:
-  /// layout_test's WindowResidency; bounded for five they were no faster on an H100, bf16 forward
-  /// the same, backward 0.852 / 0.849 against 0.860 / 0.860). On the H200's four packed
-  /// time-contiguous rows (f32 and bf16, log-uniform and skewed; bench --ascan_tune_windows, lowest
-  /// of three runs, bench/RESULTS.md "Packed windows' sizes"), of a same-traffic copy: f32 backward
-  /// 10 KiB 0.834 / 0.835 (log-uniform / skewed), 12 KiB 0.79-0.80, 16 KiB 0.79-0.80, 20 KiB 0.72;
-  /// bf16 backward 12 KiB 0.767 / 0.790 against 0.740 / 0.755 at 10 KiB (seven blocks 0.744 /
-  /// 0.752, 16 KiB at four 0.71); f32 forward four blocks 0.918 / 0.866 against 0.908 / 0.856 at
-  /// six, 24 KiB at four 0.908 / 0.868, 32 KiB at three 0.862 / 0.850; bf16 forward six blocks
-  /// 0.909 / 0.828 against 0.870 / 0.824 at four (results/tune_windows_6f3021d_run*.json.gz). The
-  /// f32 backward window at seven blocks (72 registers) was ahead of six (80) there, 0.859 / 0.846,
-  /// while its halo was loaded by plain loads; with the halo staged by asynchronous copies
-  /// (stage_window) six are ahead on the H200, 0.920 / 0.907 against 0.907 / 0.894
-  /// (results/tune_windows_f32bwd_a2a3058_run*.json.gz), and on an H100 (0.967 / 0.949 against
-  /// 0.954 / 0.935). Double keeps f32's sizes at six blocks, unmeasured.
+  /// forward, the others six (16-bit forward windows fit five by shared memory, backward six
+  /// without states: layout_test's WindowResidency; bounded for five they were no faster on an
+  /// H100, bf16 forward the same, backward 0.852 / 0.849 against 0.860 / 0.860). On the H200's four
+  /// packed time-contiguous rows (f32 and bf16, log-uniform and skewed; bench --ascan_tune_windows,
+  /// lowest of three runs, bench/RESULTS.md "Packed windows' sizes"), of a same-traffic copy: f32
+  /// backward 10 KiB 0.834 / 0.835 (log-uniform / skewed), 12 KiB 0.79-0.80, 16 KiB 0.79-0.80, 20
+  /// KiB 0.72; bf16 backward 12 KiB 0.767 / 0.790 against 0.740 / 0.755 at 10 KiB (seven blocks
+  /// 0.744 / 0.752, 16 KiB at four 0.71); f32 forward four blocks 0.918 / 0.866 against 0.908 /
+  /// 0.856 at six, 24 KiB at four 0.908 / 0.868, 32 KiB at three 0.862 / 0.850; bf16 forward six
+  /// blocks 0.909 / 0.828 against 0.870 / 0.824 at four
+  /// (results/tune_windows_6f3021d_run*.json.gz). The f32 backward window at seven blocks (72
+  /// registers) was ahead of six (80) there, 0.859 / 0.846, while its halo was loaded by plain
+  /// loads; with the halo staged by asynchronous copies (stage_window) six are ahead on the H200,
+  /// 0.920 / 0.907 against 0.907 / 0.894 (results/tune_windows_f32bwd_a2a3058_run*.json.gz), and on
+  /// an H100 (0.967 / 0.949 against 0.954 / 0.935). Double keeps f32's sizes at six blocks,
+  /// unmeasured.
   static constexpr int kWindowBytes = kBackward ? (kBytes == 2 ? 12288 : 10240) : 16384;
   static constexpr int kWindowItems = kWindowBytes / (128 * kBytes);
   static constexpr int kWindowMinBlocks = kBytes == 4 && !kBackward ? 4 : 6;
