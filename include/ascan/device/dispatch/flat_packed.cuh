@@ -33,8 +33,8 @@ namespace detail {
 /// rank + kThreads, ... (kVectors of them; each warp's copies one contiguous stretch): 16-byte
 /// asynchronous copies (cp.async: no register holds them while they fly) where a vector lies inside
 /// the row [row_lo, row_hi), the elements one by one with the stream's fill outside it otherwise
-/// (the row's edge vectors, and the scalar path). Thread 0 stages the halo: by copies of one
-/// element where it is 4 or 8 bytes and inside the row, loaded otherwise. The copies are
+/// (the row's edge vectors, and the scalar path). The last thread stages the halo: by copies of
+/// one element where it is 4 or 8 bytes and inside the row, loaded otherwise. The copies are
 /// committed; the caller waits for them (__pipeline_wait_prior) and holds a barrier before any
 /// thread reads the window.
 template <class Problem, int kThreads, int kVectors, class View>
@@ -75,11 +75,12 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
       }
     }
     if constexpr (Problem::kStagedHalo) {
-      if (rank == 0) {
-        // 4- and 8-byte elements come by cp.async of their own size, so thread 0 does not wait
-        // on them before the window's search (whose first barrier every warp waited at, in
-        // Nsight Compute's source view, while thread 0's plain loads came back); 16-bit elements
-        // (no 2-byte cp.async) are loaded
+      // the block's last thread, whose warp does not search (warps 0 and 1 find the window's
+      // sequences, Problem::find): its plain loads (16-bit elements: no 2-byte cp.async) then
+      // overlap the search's round trips instead of delaying them, as thread 0's did; 4- and
+      // 8-byte elements inside the row come by cp.async of their own size
+      static_assert(kThreads > 2 * kWarpThreads, "the halo's thread is outside warps 0 and 1");
+      if (rank == kThreads - 1) {
         const auto put = [&](int i, int64_t v) {
           if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
             if (v >= r.row_lo && v < r.row_hi) {
