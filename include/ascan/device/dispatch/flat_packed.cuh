@@ -29,17 +29,27 @@ namespace detail {
 
 #if defined(__CUDACC__)
 
+/// The staged halo's thread: the block's last, whose warp does not search (warps 0 and 1 find the
+/// window's sequences, Problem::find).
+template <int kThreads>
+constexpr int kHaloRank = kThreads - 1;
+/// Whether the halo's elements inside the row come by cp.async of their own size (4 and 8 bytes),
+/// or are loaded (16-bit: cp.async copies 4, 8 or 16 bytes).
+template <class T>
+constexpr bool kHaloCopies = sizeof(T) == 4 || sizeof(T) == 8;
+
 /// Stages window `r` into `view`, stream by stream, thread `rank` taking vectors rank,
 /// rank + kThreads, ... (kVectors of them; each warp's copies one contiguous stretch): 16-byte
 /// asynchronous copies (cp.async: no register holds them while they fly) where a vector lies inside
 /// the row [row_lo, row_hi), the elements one by one with the stream's fill outside it otherwise
-/// (the row's edge vectors, and the scalar path). The last thread stages the halo: by copies of
-/// one element where it is 4 or 8 bytes and inside the row, loaded otherwise. The copies are
-/// committed; the caller waits for them (__pipeline_wait_prior) and holds a barrier before any
-/// thread reads the window.
-template <class Problem, int kThreads, int kVectors, class View>
+/// (the row's edge vectors, and the scalar path). The halo (kStagedHalo) is the last thread's
+/// (kHaloRank): 4- and 8-byte elements inside the row by copies of one element; 16-bit ones (no
+/// 2-byte cp.async) loaded into `held`, which the caller stores (store_halo) after the window's
+/// search, so that their loads fly during it. The copies are committed; the caller waits for them
+/// (__pipeline_wait_prior) and holds a barrier before any thread reads the window.
+template <class Problem, int kThreads, int kVectors, class View, class Held>
 __device__ __forceinline__ void stage_window(const typename Problem::Params& p, const FlatRange& r,
-                                             const View& view, int rank) {
+                                             const View& view, int rank, Held& held) {
   using T = typename Problem::Storage;
   constexpr int kVec = Problem::kVec;
   const auto element = [&](const T* src, int64_t v, int s) {
@@ -75,20 +85,20 @@ __device__ __forceinline__ void stage_window(const typename Problem::Params& p, 
       }
     }
     if constexpr (Problem::kStagedHalo) {
-      // the block's last thread, whose warp does not search (warps 0 and 1 find the window's
-      // sequences, Problem::find): its plain loads (16-bit elements: no 2-byte cp.async) then
-      // overlap the search's round trips instead of delaying them, as thread 0's did; 4- and
-      // 8-byte elements inside the row come by cp.async of their own size
-      static_assert(kThreads > 2 * kWarpThreads, "the halo's thread is outside warps 0 and 1");
-      if (rank == kThreads - 1) {
+      // Nsight Compute's source view had every warp at the window search's first barrier while
+      // thread 0's halo loads came back one stream after another, each stored before the next
+      // was loaded: copies, or loads whose stores wait for the search, leave it nothing to wait on
+      if (rank == kHaloRank<kThreads>) {
         const auto put = [&](int i, int64_t v) {
-          if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-            if (v >= r.row_lo && v < r.row_hi) {
+          const bool in_row = v >= r.row_lo && v < r.row_hi;
+          if constexpr (kHaloCopies<T>) {
+            if (in_row)
               __pipeline_memcpy_async(view.halo + i, src + v, sizeof(T));
-              return;
-            }
+            else
+              view.halo[i] = Problem::fill(s);
+          } else {
+            held[i] = in_row ? src[v] : Problem::fill(s);
           }
-          view.halo[i] = element(src, v, s);
         };
         put(2 * s, view.origin - 1);
         put(2 * s + 1, view.origin + View::kVectors * kVec);
@@ -177,9 +187,16 @@ __global__ void __launch_bounds__(kThreads, launch_min_blocks(kThreads, kMinBloc
     const bool any = r.hi > r.lo;  // a row's last window may be empty; the same in every thread
     const View view{reinterpret_cast<T*>(staged), halo, r.lo - r.lo % kVec};
     if (range != blockIdx.x) __syncthreads();  // the previous window is read and stored
-    if (any) stage_window<Problem, kThreads, kVectors>(p, r, view, rank);
+    T held[2 * Problem::kStagedStreams] = {};  // the 16-bit halo, loaded, stored after find
+    if (any) stage_window<Problem, kThreads, kVectors>(p, r, view, rank, held);
     for (int i = rank; i < kSpan / 32 + 2; i += kThreads) starts[i] = 0;
     Problem::find(p, r);  // its barriers order the zeroing before the marking
+    if constexpr (Problem::kStagedHalo && !kHaloCopies<T>) {
+      if (any && rank == kHaloRank<kThreads>) {
+#pragma unroll
+        for (int i = 0; i < 2 * Problem::kStagedStreams; ++i) halo[i] = held[i];
+      }
+    }
     Problem problem = Problem::at(p, r, kBlocked);
     if constexpr (kStates) problem.template empties<kThreads>(p, rank);
     if (any)
