@@ -356,20 +356,35 @@ __device__ __forceinline__ int64_t clamped_offset(const int32_t* offsets32,
   return v < 0 ? 0 : (v > length ? length : v);
 }
 
+/// What first_offset_at_least found: k, and whether offset(k) is x (1 or 0) where its last round
+/// read offset(k), -1 where no round did (k is `count`, or the end of a stretch whose offsets
+/// were read in an earlier round).
+struct OffsetFound {
+  int64_t k;
+  int at;
+};
 /// The first k in [0, count] with offset(k) at least x (count where none is), found by the 32
 /// lanes of one warp together: a round reads 32 offsets evenly spread over what is left and keeps
 /// the stretch between the last below x and the next, so a round costs one load's latency and
-/// narrows the search 32 times. Offsets that do not ascend give some k in [0, count], never a read
-/// outside [0, count).
+/// narrows the search 32 times; the offset the answer holds is compared with x on the way, where
+/// the last round read it (the callers' test of a boundary at x then needs no load of its own).
+/// Offsets that do not ascend give some k in [0, count], never a read outside [0, count).
 template <class Offset>
-__device__ __forceinline__ int64_t first_offset_at_least(const Offset& offset, int64_t count,
-                                                         int64_t x, int lane) {
+__device__ __forceinline__ OffsetFound first_offset_at_least(const Offset& offset, int64_t count,
+                                                             int64_t x, int lane) {
   int64_t lo = 0, hi = count;
+  int at = -1;
   while (lo < hi) {
     const int64_t step = (hi - lo + kWarpThreads - 1) / kWarpThreads;
     const int64_t k = lo + int64_t(lane) * step;
-    const uint32_t below = __ballot_sync(0xffffffffu, k < hi && offset(k) < x);
+    const bool read = k < hi;
+    const int64_t v = read ? offset(k) : 0;
+    const uint32_t below = __ballot_sync(0xffffffffu, read && v < x);
+    const uint32_t equal = __ballot_sync(0xffffffffu, read && v == x);
     const int n = __popc(below);
+    // the answer's lane where this round ends the search: lane 0 where none is below, lane n
+    // where the stretch left is one offset wide (step 1) and that lane read one
+    const int64_t start = lo, end = hi;
     if (n == 0) {
       hi = lo;
     } else {
@@ -377,8 +392,13 @@ __device__ __forceinline__ int64_t first_offset_at_least(const Offset& offset, i
       lo = last_below + 1;
       hi = last_below + step < hi ? last_below + step : hi;
     }
+    if (lo >= hi) {
+      const int j = n == 0 ? 0 : step == 1 ? n : kWarpThreads;
+      at = j < kWarpThreads && start + int64_t(j) * step == lo && lo < end ? int((equal >> j) & 1u)
+                                                                           : -1;
+    }
   }
-  return lo;
+  return {lo, at};
 }
 
 /// Offsets of packed sequences: `count` sequences, sequence k at times [offset(k),
@@ -399,6 +419,10 @@ struct PackedFlatParams : Base {
   /// The first sequence k in [0, count] whose offset is at least x (count where none is), found
   /// by the 32 lanes of one warp together (first_offset_at_least).
   __device__ __forceinline__ int64_t first_at_least(int64_t x, int lane) const {
+    return first_offset_at_least([&](int64_t k) { return offset(k); }, count, x, lane).k;
+  }
+  /// first_at_least, and whether the offset found is x where the search read it (OffsetFound).
+  __device__ __forceinline__ OffsetFound find_at_least(int64_t x, int lane) const {
     return first_offset_at_least([&](int64_t k) { return offset(k); }, count, x, lane);
   }
 };
@@ -598,14 +622,23 @@ struct PackedWindows : PackedSequences<kVec> {
     if (warp < 2) {
       int64_t k;
       bool at_boundary;  // a sequence starts at t_lo (warp 0), or ends at t_hi (warp 1)
-      if (warp == 0) {   // the sequence that holds t_lo, or an empty one at it
-        k = p.first_at_least(r.t_lo, lane);
-        at_boundary = k < p.count && p.offset(k) == r.t_lo;
+      // whether offset(k) is the time searched for, from the search's last round where it read
+      // it (most often), or one load more
+      const auto at = [&](const OffsetFound& f, int64_t x) {
+        return f.at >= 0 ? f.at == 1 : f.k < p.count && p.offset(f.k) == x;
+      };
+      if (warp == 0) {  // the sequence that holds t_lo, or an empty one at it
+        const OffsetFound f = p.find_at_least(r.t_lo, lane);
+        k = f.k;
+        at_boundary = at(f, r.t_lo);
         if (!at_boundary) --k;
-      } else {  // past the last that starts before t_hi (at the row's end: every sequence)
-        const bool last = r.t_hi == p.length;
-        k = last ? p.count : p.first_at_least(r.t_hi, lane);
-        at_boundary = last || (k < p.count && p.offset(k) == r.t_hi);
+      } else if (r.t_hi == p.length) {  // at the row's end: every sequence
+        k = p.count;
+        at_boundary = true;
+      } else {  // past the last that starts before t_hi
+        const OffsetFound f = p.find_at_least(r.t_hi, lane);
+        k = f.k;
+        at_boundary = at(f, r.t_hi);
       }
       if (lane == 0) {
         bounds[warp] = k;

@@ -320,7 +320,7 @@ __global__ void __launch_bounds__(kThreads,
     if (tid < kStartWords) starts[tid] = 0u;
     if (warp < 2) {
       const int64_t x = warp == 0 ? tile_starts.t_lo : tile_starts.t_hi + 1;
-      const int64_t k = first_offset_at_least(offset, p.count, x, tid % kWarpThreads);
+      const int64_t k = first_offset_at_least(offset, p.count, x, tid % kWarpThreads).k;
       if (tid % kWarpThreads == 0) bounds[warp] = k;
     }
     __syncthreads();
@@ -602,8 +602,8 @@ __global__ void __launch_bounds__(kDenseMarkWarps* kWarpThreads)
   for (int w = lane; w < kWords; w += kWarpThreads) bits[warp][w] = 0u;
   __syncwarp();
   const TileStarts<kDesc, kTileRows> tile_starts(total, tile * kTileRows);
-  const int64_t k0 = first_offset_at_least(offset, count, tile_starts.t_lo, lane);
-  const int64_t k1 = first_offset_at_least(offset, count, tile_starts.t_hi + 1, lane);
+  const int64_t k0 = first_offset_at_least(offset, count, tile_starts.t_lo, lane).k;
+  const int64_t k1 = first_offset_at_least(offset, count, tile_starts.t_hi + 1, lane).k;
   tile_starts.mark(offset, k0, k1, lane, kWarpThreads,
                    [&](int64_t e) { atomicOr(&bits[warp][e >> 5], 1u << (e & 31)); });
   __syncwarp();
