@@ -44,7 +44,7 @@ constexpr bool kHaloCopies = sizeof(T) == 4 || sizeof(T) == 8;
 /// the row [row_lo, row_hi), the elements one by one with the stream's fill outside it otherwise
 /// (the row's edge vectors, and the scalar path). The halo (kStagedHalo) is the last thread's
 /// (kHaloRank): 4- and 8-byte elements inside the row by copies of one element; 16-bit ones (no
-/// 2-byte cp.async) loaded into `held`, which the caller stores (store_halo) after the window's
+/// 2-byte cp.async) loaded into `held`, which the caller stores into the halo after the window's
 /// search, so that their loads fly during it. The copies are committed; the caller waits for them
 /// (__pipeline_wait_prior) and holds a barrier before any thread reads the window.
 template <class Problem, int kThreads, int kVectors, class View, class Held>
