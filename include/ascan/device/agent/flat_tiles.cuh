@@ -356,9 +356,9 @@ __device__ __forceinline__ int64_t clamped_offset(const int32_t* offsets32,
   return v < 0 ? 0 : (v > length ? length : v);
 }
 
-/// What first_offset_at_least found: k, and whether offset(k) is x (1 or 0) where its last round
-/// read offset(k), -1 where no round did (k is `count`, or the end of a stretch whose offsets
-/// were read in an earlier round).
+/// What first_offset_at_least found: k, and with kCompare whether offset(k) is x (1 or 0) where
+/// its last round read offset(k), -1 where no round did (k is `count`, or the end of a stretch
+/// whose offsets were read in an earlier round) or kCompare is off.
 struct OffsetFound {
   int64_t k;
   int at;
@@ -366,10 +366,11 @@ struct OffsetFound {
 /// The first k in [0, count] with offset(k) at least x (count where none is), found by the 32
 /// lanes of one warp together: a round reads 32 offsets evenly spread over what is left and keeps
 /// the stretch between the last below x and the next, so a round costs one load's latency and
-/// narrows the search 32 times; the offset the answer holds is compared with x on the way, where
-/// the last round read it (the callers' test of a boundary at x then needs no load of its own).
+/// narrows the search 32 times. With kCompare the offset the answer holds is compared with x on
+/// the way, where the last round read it (a caller's test of a boundary at x then needs no load
+/// of its own), at one more ballot a round; without it the search is only the first ballot.
 /// Offsets that do not ascend give some k in [0, count], never a read outside [0, count).
-template <class Offset>
+template <bool kCompare = false, class Offset>
 __device__ __forceinline__ OffsetFound first_offset_at_least(const Offset& offset, int64_t count,
                                                              int64_t x, int lane) {
   int64_t lo = 0, hi = count;
@@ -377,10 +378,15 @@ __device__ __forceinline__ OffsetFound first_offset_at_least(const Offset& offse
   while (lo < hi) {
     const int64_t step = (hi - lo + kWarpThreads - 1) / kWarpThreads;
     const int64_t k = lo + int64_t(lane) * step;
-    const bool read = k < hi;
-    const int64_t v = read ? offset(k) : 0;
-    const uint32_t below = __ballot_sync(0xffffffffu, read && v < x);
-    const uint32_t equal = __ballot_sync(0xffffffffu, read && v == x);
+    uint32_t below, equal = 0u;
+    if constexpr (kCompare) {
+      const bool read = k < hi;
+      const int64_t v = read ? offset(k) : 0;
+      below = __ballot_sync(0xffffffffu, read && v < x);
+      equal = __ballot_sync(0xffffffffu, read && v == x);
+    } else {
+      below = __ballot_sync(0xffffffffu, k < hi && offset(k) < x);
+    }
     const int n = __popc(below);
     // the answer's lane where this round ends the search: lane 0 where none is below, lane n
     // where the stretch left is one offset wide (step 1) and that lane read one
@@ -392,7 +398,7 @@ __device__ __forceinline__ OffsetFound first_offset_at_least(const Offset& offse
       lo = last_below + 1;
       hi = last_below + step < hi ? last_below + step : hi;
     }
-    if (lo >= hi) {
+    if (kCompare && lo >= hi) {
       const int j = n == 0 ? 0 : step == 1 ? n : kWarpThreads;
       at = j < kWarpThreads && start + int64_t(j) * step == lo && lo < end ? int((equal >> j) & 1u)
                                                                            : -1;
@@ -423,7 +429,7 @@ struct PackedFlatParams : Base {
   }
   /// first_at_least, and whether the offset found is x where the search read it (OffsetFound).
   __device__ __forceinline__ OffsetFound find_at_least(int64_t x, int lane) const {
-    return first_offset_at_least([&](int64_t k) { return offset(k); }, count, x, lane);
+    return first_offset_at_least<true>([&](int64_t k) { return offset(k); }, count, x, lane);
   }
 };
 
