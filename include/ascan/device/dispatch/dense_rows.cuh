@@ -55,18 +55,15 @@ struct DenseRowParams {
   const int64_t* offsets64;
   int64_t count;
   const uint32_t* marks;  ///< kPacked: each tile's start bits (dense_row_marks_kernel)
-  uint64_t* flags;        ///< each tile's flag word (dense_look_back), [chain][tile]
 };
 
-/// Rounds of the dense row kernel's look-back (dense_look_back's kMaxRounds): the records of
-/// kG tiles a round, up to 32 tiles back (16-bit types, 4 lanes a channel: 8 rounds; f32 and
-/// double reach them in 4 or fewer; the narrow blocks' 2 lanes a channel 16 tiles).
-constexpr int kDenseLookBackRounds = 8;
-
-/// Bytes of the tile flags of `blocks` tiles (dense_look_back), a multiple of 128.
-constexpr size_t dense_flag_bytes(int64_t blocks) {
-  return (static_cast<size_t>(blocks) * sizeof(uint64_t) + 127) / 128 * 128;
-}
+/// Rounds of the dense row kernel's look-back (row_look_back's kMaxRounds): where a channel has
+/// 4 lanes (16-bit types), 6 rounds reach 24 tiles back where 4 reached 16. Measured on the H200
+/// (bench/RESULTS.md, "Few chains"), on the dense (1, 2^20, 256) bf16 rows, whose 4 chains have
+/// about 100 tiles each in flight, forward 0.56 -> 0.65 and backward 0.48 -> 0.56 of the copy,
+/// and within 0.005 where chains are many; 8 rounds were no better than 6. f32 (8 lanes a channel)
+/// and double (16) reach the 32 tiles of a warp in 4 rounds or fewer.
+constexpr int kDenseLookBackRounds = 6;
 
 /// Words of one tile's start bits (kPacked): kTileRows + 1 bits.
 template <int kTileRows>
@@ -171,112 +168,6 @@ __device__ __forceinline__ DensePairs<C, kVec> dense_identity() {
     r.b[v] = C(0);
   }
   return r;
-}
-
-/// The state before tile `tile` of a chain for its channel `ch`, found by the kG consecutive
-/// lanes of one warp that hold the channel (this one `slot`) as row_look_back finds it: the
-/// nearest tile whose state is published with every tile after it showing its aggregate, those
-/// aggregates folded onto that state in order (the chain of fmas of the sequential definition,
-/// the same bits whichever tile it starts from). The tiles' flags (one word a tile, `flags`) let
-/// it reach further in fewer L2 round trips: each poll reads round 0's records (the kG tiles
-/// before) and, one lane a tile, the flags of the 32 tiles before, at once; where round 0 does
-/// not settle it, the flags say how far back the nearest published state lies, and the records of
-/// every round up to it (kG tiles a round, at most kMaxRounds) are read next, together. Two round
-/// trips reach 32 tiles where reading round after round took one each for kG tiles, so a chain's
-/// front, which moves as far per round trip as a look-back reaches, moves up to 32 tiles per two
-/// (bench/RESULTS.md, "Few chains"). The flags are hints only: a block's thread 0 sets its tile's
-/// after its own record, so a flag may run ahead of other channels' records or lag behind them;
-/// the records, stamped with the call's tag and status, decide, and one not there yet makes the
-/// warp poll again. Every lane of the warp polls until all its channels have their state (the
-/// flags' ballots span the warp).
-template <class C, int kG, int kWidth, int kMaxRounds>
-__device__ __forceinline__ C dense_look_back(const RowRecord<C>* chain_records,
-                                             const uint64_t* chain_flags, int64_t tile, int ch,
-                                             int slot, uint64_t tag) {
-  constexpr int kRounds = kWarpThreads / kG < kMaxRounds ? kWarpThreads / kG : kMaxRounds;
-  const int wlane = int(threadIdx.x % kWarpThreads);
-  const int first = wlane - slot;
-  const unsigned mask = (kG == kWarpThreads ? 0xffffffffu : ((1u << kG) - 1u)) << first;
-  unsigned sleep = 32;
-  const LookbackWatch watch;
-  bool done = false;
-  C x = C(0);
-  for (;;) {
-    C a[kRounds], b[kRounds];
-    uint32_t status[kRounds];
-#pragma unroll
-    for (int r = 0; r < kRounds; ++r) {
-      a[r] = C(0);
-      b[r] = C(0);
-      status[r] = kRowEmpty;
-    }
-    // round r: this lane's record of tile tile-1-r*kG-slot (before the chain: not reached)
-    const auto read = [&](int r) {
-      const int64_t j = tile - 1 - int64_t(r) * kG - slot;
-      status[r] = j >= 0 ? row_read(chain_records + j * kWidth + ch, tag, a[r], b[r])
-                         : uint32_t(kRowInclusive);
-    };
-    if (!done) read(0);
-    const int64_t jf = tile - 1 - wlane;
-    const uint64_t flag = jf >= 0 ? load_relaxed_8(chain_flags + jf) : (tag | kRowInclusive);
-    const bool flagged = (flag & ~uint64_t(3)) == tag;
-    const unsigned f_inc = __ballot_sync(0xffffffffu, flagged && (flag & 3) == kRowInclusive);
-    const unsigned f_empty = __ballot_sync(0xffffffffu, !flagged);
-    // the rounds up to the nearest tile flagged with its state, every tile after it flagged
-    // (where that tile is within reach)
-    int rounds = 1;
-    if (f_inc != 0) {
-      const int n = __ffs(int(f_inc)) - 1;
-      if ((f_empty & ((1u << n) - 1u)) == 0 && n / kG < kRounds) rounds = n / kG + 1;
-    }
-    if (!done) {
-      // where round 0 shows neither a state nor a missing record, the other rounds, together
-      const unsigned inc0 = __ballot_sync(mask, status[0] == kRowInclusive) & mask;
-      const unsigned empty0 = __ballot_sync(mask, status[0] == kRowEmpty) & mask;
-      if (inc0 != 0 || empty0 != 0) rounds = 1;
-#pragma unroll
-      for (int r = 1; r < kRounds; ++r)
-        if (r < rounds) read(r);
-      int found = -1, nearest = 0;
-#pragma unroll
-      for (int r = 0; r < kRounds; ++r) {
-        if (r >= rounds) break;
-        const unsigned inc = (__ballot_sync(mask, status[r] == kRowInclusive) & mask) >> first;
-        const unsigned empty = (__ballot_sync(mask, status[r] == kRowEmpty) & mask) >> first;
-        if (inc != 0) {
-          const int n = __ffs(int(inc)) - 1;
-          if ((empty & ((1u << n) - 1u)) == 0) {
-            found = r;
-            nearest = n;
-          }
-          break;
-        }
-        if (empty != 0) break;
-      }
-      if (found >= 0) {
-        C y = C(0);
-#pragma unroll
-        for (int r = kRounds - 1; r >= 0; --r) {
-          if (r > found) continue;
-#pragma unroll
-          for (int k = kG - 1; k >= 0; --k) {
-            const C fa = __shfl_sync(mask, a[r], first + k);
-            const C fb = __shfl_sync(mask, b[r], first + k);
-            if (r < found || k < nearest)
-              y = fma(fa, y, fb);
-            else if (k == nearest)
-              y = fa;
-          }
-        }
-        x = y;
-        done = true;
-      }
-    }
-    if (__all_sync(0xffffffffu, done)) return x;
-    watch.check();
-    __nanosleep(sleep);
-    sleep = sleep < 512 ? 2 * sleep : sleep;
-  }
 }
 
 /// A packed call's sequence starts in the tile of positions [q0, q0 + kTileRows] (kPacked): the
@@ -576,12 +467,6 @@ __global__ void __launch_bounds__(kThreads,
     const uint64_t tag = st.tag << 2;
     RowRecord<C>* const chain_records = st.records + chain * p.tiles * kWidth;
     RowRecord<C>* const own = chain_records + tile * kWidth + lb_ch;
-    uint64_t* const chain_flags = p.flags + chain * p.tiles;
-    // the tile's flag (dense_look_back), by thread 0 after its own record
-    const auto set_flag = [&](uint64_t status) {
-      if (tid == 0) store_relaxed_8(chain_flags + tile, tag | status);
-    };
-    bool flag_state_after = false;  // the state published after the look-back: flag it then
     if constexpr (kPacked) {
       // ---- the state before the tile: none where its first position begins a sequence (tile 0
       // among them); else looked back, after publishing the tile's state where it holds a start
@@ -590,7 +475,6 @@ __global__ void __launch_bounds__(kThreads,
           carry_shared[lb_ch] = C(0);
           row_publish_state(own, tb, tag);
         }
-        set_flag(kRowInclusive);
       } else {
         if (lb_slot == 0) {
           if (t_cut)
@@ -598,14 +482,12 @@ __global__ void __launch_bounds__(kThreads,
           else
             row_publish_aggregate(own, ta, tb, tag);
         }
-        set_flag(t_cut ? kRowInclusive : kRowAggregate);  // thread 0's t_cut is the tile's
-        const C x = dense_look_back<C, kG, kWidth, kDenseLookBackRounds>(
-            chain_records, chain_flags, tile, lb_ch, lb_slot, tag);
+        const C x = row_look_back<C, kG, kWidth, kWarpThreads, false, kDenseLookBackRounds>(
+            chain_records, tile, lb_ch, lb_slot, tag);
         if (lb_slot == 0) {
           carry_shared[lb_ch] = x;
           if (!t_cut) row_publish_state(own, fma(ta, x, tb), tag);
         }
-        flag_state_after = !t_cut;
       }
     } else {
       // ---- the state before the tile, per channel: h0 (backward gT, or 0) before tile 0; else
@@ -620,22 +502,17 @@ __global__ void __launch_bounds__(kThreads,
                   : C(0);
           row_publish_state(own, fma(ta, carry_shared[lb_ch], tb), tag);
         }
-        set_flag(kRowInclusive);
       } else {
         if (lb_slot == 0) row_publish_aggregate(own, ta, tb, tag);
-        set_flag(kRowAggregate);
-        const C x = dense_look_back<C, kG, kWidth, kDenseLookBackRounds>(
-            chain_records, chain_flags, tile, lb_ch, lb_slot, tag);
+        const C x = row_look_back<C, kG, kWidth, kWarpThreads, false, kDenseLookBackRounds>(
+            chain_records, tile, lb_ch, lb_slot, tag);
         if (lb_slot == 0) {
           carry_shared[lb_ch] = x;
           row_publish_state(own, fma(ta, x, tb), tag);
         }
-        flag_state_after = true;
       }
     }
     __syncthreads();
-    // every channel's state record issued: the flag says so
-    if (flag_state_after) set_flag(kRowInclusive);
 
     // ---- the thread's positions from its carry, stored
     C x[kVec];
@@ -746,19 +623,17 @@ cudaError_t launch_dense_rows(DenseRowParams<T> p, void* workspace, cudaStream_t
   const RowStates<C> st = RowStates<C>::carve(workspace, call_tag());
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (const cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
-  // the tiles' flags after the records, then (kPacked backward) the start bits
-  // (dense_block_scratch_bytes counts them)
-  const size_t record_bytes = RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec);
-  p.flags = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(st.records) + record_bytes);
   if (capture != cudaStreamCaptureStatusNone) {
-    // a graph replays the call's tag: its records and flags start from zero on every replay
-    const cudaError_t e =
-        cudaMemsetAsync(st.records, 0, record_bytes + dense_flag_bytes(blocks), stream);
+    // a graph replays the call's tag: its records start from zero on every replay
+    const cudaError_t e = cudaMemsetAsync(
+        st.records, 0, RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec), stream);
     if (e != cudaSuccess) return e;
   }
   if constexpr (kPacked && kDensePremark<kBackward>) {
-    uint32_t* const marks = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(p.flags) +
-                                                        dense_flag_bytes(blocks));
+    // the start bits after the records (dense_scratch_bytes counts them)
+    uint32_t* const marks =
+        reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(st.records) +
+                                    RowStates<C>::record_bytes(blocks, int64_t(kLanes) * kVec));
     p.marks = marks;
     const cudaError_t e =
         launch_kernel(&dense_row_marks_kernel<kDesc, kTileRows>,

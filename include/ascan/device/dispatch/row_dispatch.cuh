@@ -231,7 +231,7 @@ bool dense_block_scratch_bytes(int64_t batch, int64_t length, int64_t channels, 
   const int64_t tiles = ceil_div(length, int64_t(kTileRows));
   const double grid = double(batch) * double(ceil_div(channels, kWidth)) * double(tiles);
   if (grid > double(kMaxTiles)) return false;
-  bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth) + dense_flag_bytes(int64_t(grid));
+  bytes = RowStates<compute_t<T>>::bytes(int64_t(grid), kWidth);
   if (packed && kDensePremark<kBackward>)
     bytes += size_t(tiles) * sizeof(uint32_t) * kDenseMarkWords<kTileRows>;
   return true;
