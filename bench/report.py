@@ -47,10 +47,8 @@ Kinds:
                       target of the rows measured (each row's lowest efficiency over its runs;
                       the sweep's launch-bound cells by scan <= copy + 1 µs). FAMILY: grid (the
                       (8, 1536, T) rows and, apart, the few-long-sequence rows of the same
-                      files), layout (channel-last rows), varlen (packed rows, by layout;
-                      varlen:LAYOUT those of one layout only, channel_last or
-                      time_contiguous, for a table whose two packed layouts come from the
-                      runs of different builds), sweep (--ascan_sweep cells)
+                      files), layout (channel-last rows), varlen (packed rows, by layout),
+                      sweep (--ascan_sweep cells)
   candidates FILE...  the layout/ and varlen/ tuning rows (--ascan_tune_windows,
                       --ascan_tune_rows) over several runs: per pass, one line a case, the
                       lowest efficiency over the runs of the library's row and of each
@@ -512,9 +510,6 @@ def status_rows(family, paths):
     """{(benchmark, dtype, pass): {row: [(efficiency, scan µs, copy µs) per run]}} of one family's
     runs; `benchmark` names the table's line."""
     out = {}
-    family, _, only = family.partition(":")  # varlen:LAYOUT: that layout's packed rows only
-    if only and family != "varlen":
-        raise SystemExit(f"report.py: status family '{family}:{only}': only varlen takes a layout")
     for path in paths:
         for b in load(path):
             if b.get("error_occurred"):
@@ -535,8 +530,6 @@ def status_rows(family, paths):
             elif family in ("layout", "varlen"):
                 parts = name.split("/")
                 if len(parts) < 4 or parts[0] != family or parts[1] != "scan":
-                    continue
-                if only and parts[3] != only:
                     continue
                 dtype, bwd = parts[2], parts[-1] == "bwd"
                 bench = ("channel-last (B, T, C)" if family == "layout" else
