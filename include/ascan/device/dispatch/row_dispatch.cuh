@@ -96,12 +96,14 @@ constexpr double kDenseNarrowChainsPerSm = 0.45;
 /// chains are its slabs, so few (a 256-channel bf16 batch has 4 of 128 bytes), and each tile waits
 /// on a deep look-back; half slabs double the chains and the look-back lanes a channel (4 in 128
 /// threads, where 128-byte slabs of 16-bit values give 2, and 4 in 256 threads). Measured
-/// (bench --ascan_tune_rows, lowest of three runs, of a same-traffic copy) on an H100, not yet on
-/// the H200: bf16 forward 0.849 on 256 x 8 -> 0.899 on the log-uniform batch (2^22 tokens, 1024
-/// channels), 0.771 -> 0.857 on the skewed one (256 channels), 0.829 there on 128 x 8 in 4 lanes
+/// (bench --ascan_tune_rows, lowest of three runs, of a same-traffic copy) on an H100: bf16
+/// forward 0.849 on 256 x 8 -> 0.899 on the log-uniform batch (2^22 tokens, 1024 channels), 0.771
+/// -> 0.857 on the skewed one (256 channels), 0.829 there on 128 x 8 in 4 lanes
 /// (bench/results/tune_packed_rows_a48133d_h100_run*.json.gz); backward every half-slab shape was
 /// slower (0.68-0.77 against 0.81 skewed), and so were dense calls (f32 and bf16, up to 0.1),
-/// whose chains are many.
+/// whose chains are many. On the H200 the library's rows, 256 x 8 then half slabs (two builds,
+/// two machine starts: bench/RESULTS.md, "The layouts' rows at a2a3058"), went 0.714 -> 0.742
+/// (log-uniform) and 0.594 -> 0.673 (skewed), still under 0.90.
 constexpr int kDenseHalfLanes = 4, kDenseHalfRows = 16;
 
 /// The dense row kernel's block shapes: threads x rows a thread (DenseShape).
