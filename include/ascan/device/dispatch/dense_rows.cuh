@@ -546,11 +546,10 @@ __global__ void __launch_bounds__(kThreads,
             C gg[kVec];
 #pragma unroll
             for (int v = 0; v < kVec; ++v) gg[v] = x[v] * prev[v];
-            *reinterpret_cast<uint4*>(out0[0] + (p0 + i) * out_step[0]) =
-                narrow_vector<T, kVec>(gg);
-            *reinterpret_cast<uint4*>(out0[1] + (p0 + i) * out_step[1]) = narrow_vector<T, kVec>(x);
+            store_vector_16(out0[0] + (p0 + i) * out_step[0], narrow_vector<T, kVec>(gg));
+            store_vector_16(out0[1] + (p0 + i) * out_step[1], narrow_vector<T, kVec>(x));
           } else {
-            *reinterpret_cast<uint4*>(out0[0] + (p0 + i) * out_step[0]) = narrow_vector<T, kVec>(x);
+            store_vector_16(out0[0] + (p0 + i) * out_step[0], narrow_vector<T, kVec>(x));
           }
         }
       }

@@ -387,7 +387,7 @@ __device__ __forceinline__ void store_row(T* base, int64_t at, int64_t cstride,
   if constexpr (kVec * sizeof(T) == 16) {
     uint4 w;
     memcpy(&w, v, 16);
-    *reinterpret_cast<uint4*>(base + at) = w;
+    store_vector_16(base + at, w);
   } else {
 #pragma unroll
     for (int i = 0; i < kVec; ++i) base[at + i * cstride] = v[i];
