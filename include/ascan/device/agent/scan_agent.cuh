@@ -129,6 +129,20 @@ __device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, i
   }
 }
 
+/// One 16-byte vector stored at `p` (global, 16-byte aligned) with one instruction, no memory
+/// order. The row kernels build their output vectors from narrowed words (memcpy into a uint4);
+/// assigned through a cast pointer, those compiled to four 4-byte stores (sm_90 SASS: STG.E four
+/// times where STG.E.128 was meant, whether the pointer was cast, assumed aligned or the vector
+/// rebuilt with make_uint4), four L2 writes of the same sectors. __stwb keeps the vector but
+/// compiles to a strong store (STG.E.128.STRONG.SM). PTX, as CCCL has no wrapper for a plain
+/// vector store. store_vector below still assigns through a cast pointer, and many of its
+/// 16-bit instantiations compile to the same four stores; it is not switched to this one until
+/// measured (bench/RESULTS.md, "Output vectors stored whole").
+__device__ __forceinline__ void store_vector_16(void* p, uint4 w) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z),
+               "r"(w.w));
+}
+
 /// Stores the elements of [v, v + kVec) that lie inside [lo, hi) to `p[v]` (kInside and
 /// kMasked: as load_vector's).
 template <int kVec, bool kInside = false, bool kMasked = false, class T>

@@ -194,16 +194,6 @@ __device__ __forceinline__ void store_relaxed_16(void* p, uint32_t x, uint32_t y
                "r"(z), "r"(w)
                : "memory");
 }
-/// One 16-byte vector stored at `p` (global, 16-byte aligned) with one instruction, no memory
-/// order. The row kernels build their output vectors from narrowed words (memcpy into a uint4);
-/// assigned through a cast pointer, those compiled to four 4-byte stores (sm_90 SASS: STG.E four
-/// times where STG.E.128 was meant, whether the pointer was cast, assumed aligned or the vector
-/// rebuilt with make_uint4), four L2 writes of the same sectors. __stwb keeps the vector but
-/// compiles to a strong store (STG.E.128.STRONG.SM).
-__device__ __forceinline__ void store_vector_16(void* p, uint4 w) {
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z),
-               "r"(w.w));
-}
 __device__ __forceinline__ uint4 load_relaxed_16(const void* p) {
   uint4 v;
   asm volatile("ld.relaxed.gpu.global.v4.b32 {%0, %1, %2, %3}, [%4];"
