@@ -136,8 +136,9 @@ __device__ __forceinline__ void load_vector(const T* p, int64_t v, int64_t lo, i
 /// rebuilt with make_uint4), four L2 writes of the same sectors. __stwb keeps the vector but
 /// compiles to a strong store (STG.E.128.STRONG.SM). PTX, as CCCL has no wrapper for a plain
 /// vector store. store_vector below still assigns through a cast pointer, and many of its
-/// 16-bit instantiations compile to the same four stores; it is not switched to this one until
-/// measured (bench/RESULTS.md, "Output vectors stored whole").
+/// 16-bit instantiations compile to the same four stores: switched to this one, the
+/// time-contiguous kernels ran no faster (bench/RESULTS.md, "Whole-vector stores in the
+/// time-contiguous kernels"), so they keep it.
 __device__ __forceinline__ void store_vector_16(void* p, uint4 w) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z),
                "r"(w.w));
