@@ -171,9 +171,17 @@ void gpu_teardown() {
 }
 
 /// The same-traffic copy paired with the operation a row times: while `copy_bytes` is set,
-/// time_median takes one sample of that copy before each sample of the operation, each after its
-/// own L2 flush, so both see the same conditions; it leaves the copy's median and the 10th and
-/// 90th percentiles of the per-pair ratios (copy / operation) here.
+/// time_median takes one sample of that copy beside each sample of the operation, each after its
+/// own L2 flush, so both see the same conditions; it leaves the copy's time and the 10th and 90th
+/// percentiles of the per-pair ratios (copy / operation) here.
+///
+/// The pair's order alternates: the copy first in even samples, the operation first in odd ones,
+/// and each side's time is the mean of its two orders' medians. On the H100 and the H200 a fixed
+/// 0.3-0.4 µs lands in one half of every pair of a row, the first or the second by what the
+/// stream ran before the row, so with a fixed order the same row read 0.86 or 0.97 by its place
+/// in the process (bench/RESULTS.md, "The short rows' paired copies alternate from row to row";
+/// bench/probes/flush_parity.cu). Alternating the order gives each side that time in half its
+/// samples whatever the row's phase.
 struct Pairing {
   size_t copy_bytes = 0;  ///< 0: not paired
   void* copy_dst = nullptr;
@@ -209,16 +217,29 @@ std::string time_median(const Launch& launch, double* median_ms) {
     if (err.empty()) err = launch();
   }
   for (int i = 0; err.empty() && i < g_gpu.reps; ++i) {
-    if (copy_bytes > 0) {
-      err = flush(i);
-      if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.copy_start[i], s), "cudaEventRecord");
-      if (err.empty()) err = copy();
-      if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.copy_stop[i], s), "cudaEventRecord");
+    const auto timed_copy = [&] {
+      std::string e = flush(i);
+      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.copy_start[i], s), "cudaEventRecord");
+      if (e.empty()) e = copy();
+      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.copy_stop[i], s), "cudaEventRecord");
+      return e;
+    };
+    const auto timed_launch = [&] {
+      std::string e = flush(i);
+      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.start[i], s), "cudaEventRecord");
+      if (e.empty()) e = launch();
+      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.stop[i], s), "cudaEventRecord");
+      return e;
+    };
+    if (copy_bytes == 0) {
+      err = timed_launch();
+    } else if (i % 2 == 0) {  // the copy first in even samples, second in odd ones (Pairing)
+      err = timed_copy();
+      if (err.empty()) err = timed_launch();
+    } else {
+      err = timed_launch();
+      if (err.empty()) err = timed_copy();
     }
-    if (err.empty()) err = flush(i);
-    if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.start[i], s), "cudaEventRecord");
-    if (err.empty()) err = launch();
-    if (err.empty()) err = cuda_check(cudaEventRecord(g_gpu.stop[i], s), "cudaEventRecord");
   }
   // Synchronize even after a failed launch, so no work of this case outlives its buffers.
   std::string sync_err = cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
@@ -233,13 +254,21 @@ std::string time_median(const Launch& launch, double* median_ms) {
                        "cudaEventElapsedTime");
     if (!err.empty()) return err;
   }
-  *median_ms = median_of(ms);
-  if (copy_bytes > 0) {
+  if (copy_bytes == 0) {
+    *median_ms = median_of(ms);
+  } else {
+    // each order's median, the two averaged (Pairing)
+    const auto balanced = [](const std::vector<float>& v) {
+      std::vector<float> first, second;
+      for (size_t i = 0; i < v.size(); ++i) (i % 2 == 0 ? first : second).push_back(v[i]);
+      return second.empty() ? median_of(first) : 0.5 * (median_of(first) + median_of(second));
+    };
+    *median_ms = balanced(ms);
+    g_pair.copy_ms = balanced(copy_ms);
     std::vector<float> ratio(g_gpu.reps);
     for (int i = 0; i < g_gpu.reps; ++i) ratio[i] = copy_ms[i] / ms[i];
     std::sort(ratio.begin(), ratio.end());
     const size_t last = ratio.size() - 1;
-    g_pair.copy_ms = median_of(copy_ms);
     g_pair.ratio_p10 = ratio[last / 10];
     g_pair.ratio_p90 = ratio[last - last / 10];
   }

@@ -79,13 +79,15 @@
 // (bench_dense.cuh): {layout,varlen}/tune/<dtype>/channel_last/<case>[/bwd]/t<threads>_r<rows>.
 //
 // Each scan and cub row (and each sweep row) times its own same-traffic copy paired with the
-// operation: one copy sample before each sample of the operation, each after its own L2 flush,
-// so both see the same conditions (time_median, Pairing). No row uses another row's copy; the
-// copy rows time the copy alone, as the device's rate for those bytes. A row reports
+// operation: one copy sample beside each sample of the operation, each after its own L2 flush,
+// so both see the same conditions, the copy first in even samples and second in odd ones
+// (time_median, Pairing). No row uses another row's copy; the copy rows time the copy alone, as
+// the device's rate for those bytes. A row reports
 //
-//   scan_us            median time of the operation (CUB's, on a cub row), microseconds
-//   copy_us            median time of the paired copy (a copy row: of the copy alone)
-//   efficiency         copy_us / scan_us, the ratio of the two medians: 1.0 is the limit
+//   scan_us            time of the operation (CUB's, on a cub row), microseconds: the median of
+//                      all samples, or on a paired row the mean of its two orders' medians
+//   copy_us            time of the paired copy, the same way (a copy row: the copy alone's median)
+//   efficiency         copy_us / scan_us: 1.0 is the limit
 //   ratio_p10, _p90    10th and 90th percentile of the per-pair ratios copy / operation
 //   copy_vs_alone      the paired copy's median over the case's copy row's (when that row ran)
 //   copy_outlier       1 where copy_vs_alone is more than 10% off: the row's copy ran unlike the

@@ -5,7 +5,8 @@
 // of the same bytes between other buffers, so both halves of a pair move the same traffic. Rows
 // run back to back in one process, as the benchmark's do; each variant prints per-row medians.
 //
-//   nvcc -std=c++17 -O3 -arch=sm_90 bench/probes/flush_parity.cu -o flush_parity && ./flush_parity
+//   nvcc -std=c++17 -O3 -arch=sm_90 bench/probes/flush_parity.cu -o flush_parity
+//   ./flush_parity SET   (SET 1-4: the variants named in main)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -65,13 +66,21 @@ struct RowOpts {
   bool op_memcpy = false;  // the op a cudaMemcpyAsync too (other buffers)
   bool op_first = false;   // each pair times the op before the copy
   bool dump = false;       // print the first samples
+  int warmup = kWarmup;    // untimed (flush, op) pairs before the samples
+  int between = 0;         // between each pair's copy and op: 1 flush + untimed op, 2 untimed op,
+                           // 3 an empty kernel, 4 a flush
+  bool empty_before_flush = false;  // an empty kernel before every flush
+  bool balanced = false;            // odd samples time the op first; each half's medians averaged
 };
+
+__global__ void empty_kernel() {}
 
 void row(const Bufs& b, cudaStream_t s, Flush mode, int extra, bool paired, int sms, float* copy_us,
          float* op_us, RowOpts opt = {}) {
   std::vector<cudaEvent_t> ev(4 * kReps);
   for (auto& e : ev) CHECK(cudaEventCreate(&e));
   const auto flush = [&](int i) {
+    if (opt.empty_before_flush) empty_kernel<<<1, 32, 0, s>>>();
     const int v = mode == kMemsetRep ? (i & 0xFF) : int(++g_counter & 0xFF);
     if (mode == kRead || mode == kMemsetThenRead) {
       if (mode == kMemsetThenRead) CHECK(cudaMemsetAsync(b.flush, v, kFlushBytes, s));
@@ -99,7 +108,7 @@ void row(const Bufs& b, cudaStream_t s, Flush mode, int extra, bool paired, int 
   };
   for (int i = 0; i < extra; ++i) flush(i);
   for (int i = 0; i < opt.extra_copies; ++i) copy();
-  for (int i = 0; i < kWarmup; ++i) {
+  for (int i = 0; i < opt.warmup; ++i) {
     flush(i);
     op();
   }
@@ -111,12 +120,16 @@ void row(const Bufs& b, cudaStream_t s, Flush mode, int extra, bool paired, int 
       copy();
       CHECK(cudaEventRecord(ev[4 * i + 1], s));
     };
-    if (!opt.op_first) timed_copy();
+    const bool op_first = opt.op_first || (opt.balanced && (i & 1));
+    if (!op_first) timed_copy();
+    if (opt.between == 1 || opt.between == 4) flush(i);
+    if (opt.between == 1 || opt.between == 2) op();
+    if (opt.between == 3) empty_kernel<<<1, 32, 0, s>>>();
     flush(i);
     CHECK(cudaEventRecord(ev[4 * i + 2], s));
     op();
     CHECK(cudaEventRecord(ev[4 * i + 3], s));
-    if (opt.op_first) timed_copy();
+    if (op_first) timed_copy();
   }
   CHECK(cudaStreamSynchronize(s));
   std::vector<float> c, o;
@@ -136,6 +149,16 @@ void row(const Bufs& b, cudaStream_t s, Flush mode, int extra, bool paired, int 
     std::printf("\n    samples op:  ");
     for (int i = 0; i < 12; ++i) std::printf(" %.2f", o[i]);
   }
+  if (opt.balanced) {  // the mean of the two orders' medians
+    std::vector<float> c0, c1, o0, o1;
+    for (int i = 0; i < kReps; ++i) {
+      (i & 1 ? c1 : c0).push_back(c[i]);
+      (i & 1 ? o1 : o0).push_back(o[i]);
+    }
+    *copy_us = 0.5f * (median(c0) + median(c1));
+    *op_us = 0.5f * (median(o0) + median(o1));
+    return;
+  }
   *copy_us = paired ? median(c) : 0.f;
   *op_us = median(o);
 }
@@ -148,8 +171,85 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs\n", prop.name, sms);
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  // the copy of (8, 128, 1536) f32 forward: 3 streams * N * 4 / 2 bytes; and a 4x larger one
-  for (size_t bytes : {size_t{9437184}, size_t{37748736}}) {
+  // which variants (the runs of results/flush_parity_h100.txt): 1 the flush's kind and value,
+  // 2 warm-ups and launches between a pair's halves, 3 an empty kernel before each flush and the
+  // sizes, 4 the balanced order the benchmark takes (time_median)
+  const int set = argc > 1 ? std::atoi(argv[1]) : 1;
+  struct V {
+    const char* name;
+    Flush mode;
+    bool copy_rows;  // a copy row (unpaired: the copy as the op) before each paired row
+    int extra;       // extra flushes before every other row
+    RowOpts opt{};
+  };
+  const RowOpts dump{0, false, false, true};
+  std::vector<V> variants;
+  std::vector<size_t> sizes;  // the copy's bytes (9 MiB: (8, 128, 1536) f32 forward)
+  if (set == 1) {
+    sizes = {9437184, 37748736};
+    variants = {
+        {"harness, samples of rows 0-1", kMemsetRep, false, 0, dump},
+        {"one untimed copy before every other row", kMemsetRep, false, 0, {-1}},
+        {"op a cudaMemcpyAsync too", kMemsetRep, false, 0, {0, true}},
+        {"op timed before the copy", kMemsetRep, false, 0, {0, false, true}},
+        {"read flush (a kernel reading 256 MiB)", kRead, false, 0, dump},
+        {"two memsets before each timed op", kMemsetTwice, false, 0},
+        {"memset then read before each timed op", kMemsetThenRead, false, 0},
+        {"memset i&0xFF, copy row before each", kMemsetRep, true, 0},
+        {"memset i&0xFF, +1 flush every other row", kMemsetRep, false, 1},
+        {"memset, fresh value each flush", kMemsetCounter, false, 0},
+        {"kernel flush, fresh values", kKernelCounter, false, 0},
+    };
+  } else if (set == 2) {
+    sizes = {9437184};
+    RowOpts w4 = dump, b1 = dump, w4b1{}, b2{}, b3{}, b4{}, w2{};
+    w4.warmup = 4;
+    b1.between = 1;
+    w4b1.warmup = 4;
+    w4b1.between = 1;
+    b2.between = 2;
+    b3.between = 3;
+    b4.between = 4;
+    w2.warmup = 2;
+    variants = {
+        {"harness, samples of rows 0-1", kMemsetRep, false, 0, dump},
+        {"4 warm-ups", kMemsetRep, false, 0, w4},
+        {"flush + untimed op between copy and op", kMemsetRep, false, 0, b1},
+        {"4 warm-ups, flush + untimed op between", kMemsetRep, false, 0, w4b1},
+        {"untimed op between (no flush)", kMemsetRep, false, 0, b2},
+        {"empty kernel between", kMemsetRep, false, 0, b3},
+        {"flush between", kMemsetRep, false, 0, b4},
+        {"2 warm-ups", kMemsetRep, false, 0, w2},
+    };
+  } else {
+    sizes = {1048576, 9437184, 37748736};
+    RowOpts b3 = dump, e = dump, e4{}, ef{}, er{}, bal = dump, bal4{}, bale{};
+    b3.between = 3;
+    e.empty_before_flush = e4.empty_before_flush = ef.empty_before_flush = true;
+    er.empty_before_flush = true;
+    e4.warmup = 4;
+    ef.op_first = true;
+    bal.balanced = bal4.balanced = bale.balanced = true;
+    bal4.warmup = 4;
+    bale.extra_copies = -1;
+    if (set == 3)
+      variants = {
+          {"harness", kMemsetRep, false, 0, dump},
+          {"empty kernel between copy and op", kMemsetRep, false, 0, b3},
+          {"empty kernel before every flush", kMemsetRep, false, 0, e},
+          {"empty kernel before every flush, 4 warm-ups", kMemsetRep, false, 0, e4},
+          {"empty kernel before every flush, op first", kMemsetRep, false, 0, ef},
+          {"empty kernel before every flush, read flush", kRead, false, 0, er},
+      };
+    else
+      variants = {
+          {"harness", kMemsetRep, false, 0, dump},
+          {"balanced order", kMemsetRep, false, 0, bal},
+          {"balanced order, 4 warm-ups", kMemsetRep, false, 0, bal4},
+          {"balanced order, one untimed copy before every other row", kMemsetRep, false, 0, bale},
+      };
+  }
+  for (size_t bytes : sizes) {
     Bufs b{};
     b.bytes = bytes;
     CHECK(cudaMalloc(&b.flush, kFlushBytes));
@@ -157,33 +257,6 @@ int main(int argc, char** argv) {
       CHECK(cudaMalloc(p, bytes));
       CHECK(cudaMemset(*p, 0x3C, bytes));
     }
-    struct V {
-      const char* name;
-      Flush mode;
-      bool copy_rows;  // a copy row (unpaired: the copy as the op) before each paired row
-      int extra;       // extra flushes before every other row
-      RowOpts opt{};
-    } variants[] = {
-        {"harness, samples of rows 0-1", kMemsetRep, false, 0, {0, false, false, true}},
-        {"one untimed copy before every other row",
-         kMemsetRep,
-         false,
-         0,
-         {-1, false, false, false}},
-        {"op a cudaMemcpyAsync too", kMemsetRep, false, 0, {0, true, false, false}},
-        {"op timed before the copy", kMemsetRep, false, 0, {0, false, true, false}},
-        {"read flush (a kernel reading 256 MiB)", kRead, false, 0, {0, false, false, true}},
-        {"two memsets before each timed op", kMemsetTwice, false, 0, {0, false, false, false}},
-        {"memset then read before each timed op",
-         kMemsetThenRead,
-         false,
-         0,
-         {0, false, false, false}},
-        {"memset i&0xFF, copy row before each", kMemsetRep, true, 0},
-        {"memset i&0xFF, +1 flush every other row", kMemsetRep, false, 1},
-        {"memset, fresh value each flush", kMemsetCounter, false, 0},
-        {"kernel flush, fresh values", kKernelCounter, false, 0},
-    };
     for (const V& v : variants) {
       std::printf("\n%zu bytes, %s\n  row:", bytes, v.name);
       std::vector<float> cs, os;
