@@ -102,8 +102,9 @@
 // outside the events that bracket it, all queued on one stream before a single synchronize (the
 // flush also hides the host-side cost of queueing the next launch). The median is handed to
 // SetIterationTime in exactly one iteration (Iterations(1), UseManualTime()), so the time column IS
-// the median. --benchmark_min_time therefore has no effect on these rows; --ascan_reps=N sets the
-// number of timed launches (default kDefaultReps, odd so the median is one sample). Google
+// the row's time (the median; on a paired row the mean of its two orders' medians).
+// --benchmark_min_time therefore has no effect on these rows; --ascan_reps=N sets the number of
+// timed launches (default kDefaultReps, odd so an unpaired row's median is one sample). Google
 // Benchmark appends "/iterations:1/manual_time" to every name; filters match the prefix as usual.
 //
 // After timing, the first and last sequence of the output are compared with a double loop over
