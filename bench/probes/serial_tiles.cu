@@ -9,7 +9,8 @@
 // range starts on a 16-byte boundary), lets each thread walk its sequence serially out of shared
 // memory (x = a * x + b in float, the result over its token), then stores the range with 16-byte
 // stores. No padding, no cross-thread scan: a few warp instructions an element step for 32
-// elements. Forward only, no h0, f32 and bf16.
+// elements. Forward only, no h0, f32 and bf16; K = 8, 16, 32 and 64, each whose staging (both
+// arrays) fits two blocks a multiprocessor.
 //
 // Each cell is timed as ascan_bench times a row (bench/bench_harness.cuh, time_median): 3
 // warm-ups, 51 samples each after a 256 MiB memset that flushes the L2, each paired with a
@@ -270,12 +271,11 @@ void run_cell(int64_t s_count, int length, void* flush, cudaStream_t st) {
   std::printf("  | copy %7.2f  library %7.2f %5.3f (err %.2g ulp)", lib.copy_us, lib.op_us,
               lib.copy_us / lib.op_us, lib_err);
 
-  // the serial tiles, the largest block whose staging fits 2 blocks a multiprocessor
-  const auto fits = [&](int k) { return 2 * staged_bytes<T>(int64_t(k) * length) <= 110 * 1024; };
-  const int k = fits(64) ? 64 : fits(32) ? 32 : fits(16) ? 16 : fits(8) ? 8 : 0;
-  if (k == 0) {
-    std::printf("  | serial: no block fits\n");
-  } else {
+  std::printf("\n");
+  // the serial tiles in every block size whose staging fits two blocks a multiprocessor
+  for (int k : {8, 16, 32, 64}) {
+    const size_t shared = 2 * staged_bytes<T>(int64_t(k) * length);
+    if (shared > 110 * 1024) continue;
     CHECK(cudaMemsetAsync(dx, 0xFF, bytes, st));
     const auto launch = [&]() -> cudaError_t {
       switch (k) {
@@ -292,7 +292,8 @@ void run_cell(int64_t s_count, int length, void* flush, cudaStream_t st) {
     const Timing ser = time_paired(launch, flush, cdst, csrc, cbytes, st);
     CHECK(cudaMemcpy(got.data(), dx, bytes, cudaMemcpyDeviceToHost));
     const double ser_err = check(a, b, got, s_count, length, k);
-    std::printf("  | copy %7.2f  serial(%2d) %7.2f %5.3f (err %.2g ulp)\n", ser.copy_us, k,
+    std::printf("%-5s %6lld %6d  | copy %7.2f  serial(%2d, %3zu KiB) %7.2f %5.3f (err %.2g ulp)\n",
+                name, static_cast<long long>(s_count), length, ser.copy_us, k, shared / 1024,
                 ser.op_us, ser.copy_us / ser.op_us, ser_err);
   }
   for (void* p :
