@@ -177,7 +177,7 @@ void gpu_teardown() {
 ///
 /// The pair's order alternates: the copy first in even samples, the operation first in odd ones,
 /// and each side's time is the mean of its two orders' medians. On the H100 and the H200 a fixed
-/// 0.3-0.4 µs lands in one half of every pair of a row, the first or the second by what the
+/// 0.3-0.5 µs lands in one half of every pair of a row, the first or the second by what the
 /// stream ran before the row, so with a fixed order the same row read 0.86 or 0.97 by its place
 /// in the process (bench/RESULTS.md, "The short rows' paired copies alternate from row to row";
 /// bench/probes/flush_parity.cu). Alternating the order gives each side that time in half its
