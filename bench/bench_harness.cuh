@@ -1,7 +1,8 @@
 // bench/bench_harness.cuh: what every row of ascan_bench stands on: the element types, the GPU
 // state (stream, events, the L2 flush buffer), time_median with its paired same-traffic copy
 // (Pairing), and the case's buffers (Workspace, filled on the device). Part of scan_bench.cu's
-// one translation unit: included by it only, so its anonymous namespace is that file's.
+// one translation unit (and of bench/probes/serial_tiles.cu's, which times as the rows do):
+// included by those only, so its anonymous namespace is theirs.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -217,20 +218,16 @@ std::string time_median(const Launch& launch, double* median_ms) {
     if (err.empty()) err = launch();
   }
   for (int i = 0; err.empty() && i < g_gpu.reps; ++i) {
-    const auto timed_copy = [&] {
+    // one sample of `op` between events `start` and `stop`, after its own flush
+    const auto timed = [&](cudaEvent_t start, cudaEvent_t stop, const auto& op) {
       std::string e = flush(i);
-      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.copy_start[i], s), "cudaEventRecord");
-      if (e.empty()) e = copy();
-      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.copy_stop[i], s), "cudaEventRecord");
+      if (e.empty()) e = cuda_check(cudaEventRecord(start, s), "cudaEventRecord");
+      if (e.empty()) e = op();
+      if (e.empty()) e = cuda_check(cudaEventRecord(stop, s), "cudaEventRecord");
       return e;
     };
-    const auto timed_launch = [&] {
-      std::string e = flush(i);
-      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.start[i], s), "cudaEventRecord");
-      if (e.empty()) e = launch();
-      if (e.empty()) e = cuda_check(cudaEventRecord(g_gpu.stop[i], s), "cudaEventRecord");
-      return e;
-    };
+    const auto timed_copy = [&] { return timed(g_gpu.copy_start[i], g_gpu.copy_stop[i], copy); };
+    const auto timed_launch = [&] { return timed(g_gpu.start[i], g_gpu.stop[i], launch); };
     if (copy_bytes == 0) {
       err = timed_launch();
     } else if (i % 2 == 0) {  // the copy first in even samples, second in odd ones (Pairing)

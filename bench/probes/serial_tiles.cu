@@ -12,12 +12,12 @@
 // elements. Forward only, no h0, f32 and bf16; K = 8, 16, 32 and 64, each whose staging (both
 // arrays) fits two blocks a multiprocessor.
 //
-// Each cell is timed as ascan_bench times a row (bench/bench_harness.cuh, time_median): 3
-// warm-ups, 51 samples each after a 256 MiB memset that flushes the L2, each paired with a
-// same-traffic cudaMemcpyAsync, the pair's order alternating, each side the mean of its two
-// orders' medians. The library's ascan::scan (two-phase entry point) on the same arrays is
-// timed the same way beside it. Both outputs are checked against a double loop on the rounded
-// inputs (every sequence of the first and last block, and every 97th).
+// Each cell is timed by ascan_bench's own time_median (bench/bench_harness.cuh): 3 warm-ups, 51
+// samples each after a 256 MiB memset that flushes the L2, each paired with a same-traffic
+// cudaMemcpyAsync, the pair's order alternating, each side the mean of its two orders' medians. The
+// library's ascan::scan (two-phase entry point) on the same arrays is timed the same way beside it.
+// Both outputs are checked against a double loop on the rounded inputs (every sequence of the first
+// and last block, and every 97th).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I include bench/probes/serial_tiles.cu -o serial_tiles
 //   ./serial_tiles
@@ -35,6 +35,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "../bench_harness.cuh"  // gpu_setup, time_median and Pairing: the rows' timing
+
 #define CHECK(x)                                                                        \
   do {                                                                                  \
     cudaError_t e_ = (x);                                                               \
@@ -43,9 +45,6 @@
       std::exit(1);                                                                     \
     }                                                                                   \
   } while (0)
-
-constexpr int kWarmup = 3, kReps = 51;
-constexpr size_t kFlushBytes = size_t{256} << 20;
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -136,60 +135,26 @@ cudaError_t launch_serial(const T* a, const T* b, T* x, int64_t s, int length, c
   return cudaGetLastError();
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5f * (v[m - 1] + v[m]);
-}
-
 struct Timing {
   float op_us, copy_us;
 };
 
-// The harness's balanced pairing (bench_harness.cuh, time_median).
+/// `launch` (returning a cudaError_t) timed as ascan_bench times a row (time_median), paired with
+/// a copy of `copy_bytes` from `src` to `dst`.
 template <class Launch>
-Timing time_paired(const Launch& launch, void* flush, void* cdst, const void* csrc, size_t cbytes,
-                   cudaStream_t s) {
-  std::vector<cudaEvent_t> ev(4 * kReps);
-  for (auto& e : ev) CHECK(cudaEventCreate(&e));
-  int flushes = 0;
-  const auto do_flush = [&] { CHECK(cudaMemsetAsync(flush, flushes++ & 0xFF, kFlushBytes, s)); };
-  for (int i = 0; i < kWarmup; ++i) {
-    do_flush();
-    CHECK(launch());
+Timing time_paired(const Launch& launch, void* dst, const void* src, size_t copy_bytes) {
+  g_pair = Pairing{};
+  g_pair.copy_bytes = copy_bytes;
+  g_pair.copy_dst = dst;
+  g_pair.copy_src = src;
+  double ms = 0.0;
+  const std::string err = time_median([&] { return cuda_check(launch(), "launch"); }, &ms);
+  g_pair.copy_bytes = 0;
+  if (!err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    std::exit(1);
   }
-  for (int i = 0; i < kReps; ++i) {
-    const auto copy = [&] {
-      do_flush();
-      CHECK(cudaEventRecord(ev[4 * i], s));
-      CHECK(cudaMemcpyAsync(cdst, csrc, cbytes, cudaMemcpyDeviceToDevice, s));
-      CHECK(cudaEventRecord(ev[4 * i + 1], s));
-    };
-    const auto op = [&] {
-      do_flush();
-      CHECK(cudaEventRecord(ev[4 * i + 2], s));
-      CHECK(launch());
-      CHECK(cudaEventRecord(ev[4 * i + 3], s));
-    };
-    if (i % 2 == 0) {
-      copy();
-      op();
-    } else {
-      op();
-      copy();
-    }
-  }
-  CHECK(cudaStreamSynchronize(s));
-  std::vector<float> c[2], o[2];
-  for (int i = 0; i < kReps; ++i) {
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, ev[4 * i], ev[4 * i + 1]));
-    c[i % 2].push_back(ms * 1e3f);
-    CHECK(cudaEventElapsedTime(&ms, ev[4 * i + 2], ev[4 * i + 3]));
-    o[i % 2].push_back(ms * 1e3f);
-  }
-  for (auto& e : ev) CHECK(cudaEventDestroy(e));
-  return {0.5f * (median(o[0]) + median(o[1])), 0.5f * (median(c[0]) + median(c[1]))};
+  return {float(ms * 1e3), float(g_pair.copy_ms * 1e3)};
 }
 
 float host_f(float v) { return v; }
@@ -219,7 +184,8 @@ double check(const std::vector<T>& a, const std::vector<T>& b, const std::vector
 }
 
 template <class T>
-void run_cell(int64_t s_count, int length, void* flush, cudaStream_t st) {
+void run_cell(int64_t s_count, int length) {
+  const cudaStream_t st = g_gpu.stream;
   const int64_t n = s_count * length;
   std::mt19937_64 rng(s_count * 1000003 + length);
   std::uniform_real_distribution<float> gate(0.999f, 1.0f), token(0.0f, 1.0f);
@@ -265,7 +231,7 @@ void run_cell(int64_t s_count, int length, void* flush, cudaStream_t st) {
         const ascan::Status r = ascan::scan(args, work, wb, st);
         return r.ok() ? cudaSuccess : cudaErrorUnknown;
       },
-      flush, cdst, csrc, cbytes, st);
+      cdst, csrc, cbytes);
   CHECK(cudaMemcpy(got.data(), dx, bytes, cudaMemcpyDeviceToHost));
   const double lib_err = check(a, b, got, s_count, length, 64);
   std::printf("  | copy %7.2f  library %7.2f %5.3f (err %.2g ulp)", lib.copy_us, lib.op_us,
@@ -289,7 +255,7 @@ void run_cell(int64_t s_count, int length, void* flush, cudaStream_t st) {
           return launch_serial<T, 8>(da, db, dx, s_count, length, st);
       }
     };
-    const Timing ser = time_paired(launch, flush, cdst, csrc, cbytes, st);
+    const Timing ser = time_paired(launch, cdst, csrc, cbytes);
     CHECK(cudaMemcpy(got.data(), dx, bytes, cudaMemcpyDeviceToHost));
     const double ser_err = check(a, b, got, s_count, length, k);
     std::printf("%-5s %6lld %6d  | copy %7.2f  serial(%2d, %3zu KiB) %7.2f %5.3f (err %.2g ulp)\n",
@@ -308,15 +274,15 @@ int main() {
   CHECK(cudaDriverGetVersion(&driver));
   std::printf("# %s, %d SMs, driver API %d; times in us, efficiency = copy / op\n", prop.name,
               prop.multiProcessorCount, driver);
-  cudaStream_t st;
-  CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  void* flush = nullptr;
-  CHECK(cudaMalloc(&flush, kFlushBytes));
+  if (const std::string& err = gpu_setup(); !err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
   for (int64_t s : {1024, 4096, 16384, 65536})
     for (int t : {33, 100, 300, 700, 1500}) {
-      run_cell<float>(s, t, flush, st);
-      run_cell<__nv_bfloat16>(s, t, flush, st);
+      run_cell<float>(s, t);
+      run_cell<__nv_bfloat16>(s, t);
     }
-  CHECK(cudaFree(flush));
+  gpu_teardown();
   return 0;
 }
