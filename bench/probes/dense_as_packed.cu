@@ -173,10 +173,11 @@ void run_cell(int64_t s_count, int length) {
     wbytes = std::max(wbytes, w);
   };
   size_t w[4] = {0, 0, 0, 0};
-  need(ascan::scan(dense, nullptr, w[0], st), w[0]);
-  need(ascan::scan(packed, nullptr, w[1], st), w[1]);
-  need(ascan::scan_backward(dense_bwd, nullptr, w[2], st), w[2]);
-  need(ascan::scan_backward(packed_bwd, nullptr, w[3], st), w[3]);
+  const ascan::Status q[4] = {ascan::scan(dense, nullptr, w[0], st),
+                              ascan::scan(packed, nullptr, w[1], st),
+                              ascan::scan_backward(dense_bwd, nullptr, w[2], st),
+                              ascan::scan_backward(packed_bwd, nullptr, w[3], st)};
+  for (int i = 0; i < 4; ++i) need(q[i], w[i]);  // the sizes once every query has returned
   CHECK(cudaMalloc(&work, std::max<size_t>(wbytes, 1)));
   const char* name = std::is_same_v<T, float> ? "f32" : "bf16";
 
