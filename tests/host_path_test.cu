@@ -486,6 +486,51 @@ TEST(HostPath, FlatRule) {
   EXPECT_TRUE(ascan::detail::flat_pays(16384, 100, 32, F));  // a smaller GPU fills with fewer
 }
 
+// The serial kernel: the lengths it takes (496 bytes a sequence), its shared memory within a
+// block's default allowance at every one of them (forward two streams, backward three), the
+// library's rule on 132 multiprocessors, and a forced call's size query, which needs no device
+// and refuses a sequence past the bound.
+TEST(HostPath, SerialRule) {
+  namespace d = ascan::detail;
+  for (const int bytes : {2, 4, 8}) {
+    const int64_t longest = d::kSerialMaxSequenceBytes / bytes;
+    EXPECT_TRUE(d::serial_fits(1, bytes));
+    EXPECT_TRUE(d::serial_fits(longest, bytes));
+    EXPECT_FALSE(d::serial_fits(longest + 1, bytes));
+    EXPECT_FALSE(d::serial_fits(0, bytes));
+  }
+  for (int64_t t = 1; t <= d::kSerialMaxSequenceBytes / 2; ++t) {
+    EXPECT_LE(3 * d::serial_stream_bytes<__half>(t), 48 * 1024) << t;
+    if (t <= d::kSerialMaxSequenceBytes / 4)
+      EXPECT_LE(3 * d::serial_stream_bytes<float>(t), 48 * 1024) << t;
+    if (t <= d::kSerialMaxSequenceBytes / 8)
+      EXPECT_LE(3 * d::serial_stream_bytes<double>(t), 48 * 1024) << t;
+  }
+  const d::SerialRule R{256, 96.0};
+  EXPECT_TRUE(d::serial_pays(65536, 33, 4, 132, R));
+  EXPECT_TRUE(d::serial_pays(16384, 64, 4, 132, R));
+  EXPECT_FALSE(d::serial_pays(16384, 65, 4, 132, R));  // past 256 bytes
+  EXPECT_TRUE(d::serial_pays(16384, 128, 2, 132, R));
+  EXPECT_FALSE(d::serial_pays(4096, 33, 4, 132, R));  // 31 sequences a multiprocessor
+  EXPECT_TRUE(d::serial_pays(4096, 33, 4, 32, R));    // a smaller GPU fills with fewer
+  const auto at = [](uintptr_t address) { return reinterpret_cast<float*>(address); };
+  for (const int64_t t : {int64_t{124}, int64_t{125}}) {
+    ascan::ScanArgs<float> a;
+    a.gates = at(0x1000000);
+    a.tokens = at(0x2000000);
+    a.out = at(0x3000000);
+    a.shape = ascan::time_contiguous(1, 3, t);
+    size_t bytes = 0;
+    const Status st = d::scan_with(a, d::Scratch::two_phase(nullptr, bytes), 0, d::Path::kSerial);
+    if (t == 124) {
+      EXPECT_TRUE(st.ok()) << st.message;
+      EXPECT_EQ(bytes, 1u);
+    } else {
+      EXPECT_EQ(st.code, StatusCode::kNotSupported) << st.message;
+    }
+  }
+}
+
 // A packed (C, total) size query needs no device and does not depend on the pointers: the same
 // bytes with every array on the 16-byte grid (the vector path's windows) and one element off it
 // (the scalar path's, more of them), enough for a 16-byte record per window of either, forward

@@ -1345,6 +1345,90 @@ TYPED_TEST(LayoutTest, FlatDeterministic) {
   }
 }
 
+/// The serial kernel forced (Via::kSerial) on time-contiguous calls of `bytes`-byte elements:
+/// lengths from 1 to the longest it takes (496 bytes a sequence), sequence counts from 1 to a few
+/// thousand, so that blocks hold one sequence, a few, or all 32 and a part; every combination of
+/// states; both directions; arrays on the 16-byte grid, all one element off it, and each at its
+/// own lead (staged and stored at different offsets); in place; gates of every kind; non-finite
+/// inputs that must stay in their sequence. Also the library's own choice where its rule takes
+/// the kernel (20000 sequences of 33), through every entry point.
+std::vector<Case> serial_cases(bool backward, int bytes) {
+  const int64_t longest = 496 / bytes;
+  const std::tuple<int64_t, int64_t, int64_t> shapes[] = {
+      {1, 1, 1},  {3, 5, 1},           {2, 37, 7},           {1, 1000, 33},        {4, 64, 24},
+      {1, 3, 2},  {5, 7, longest},     {1, 33, longest - 1}, {2, 40, longest / 2}, {1, 4096, 3},
+      {1, 31, 5}, {3, 11, longest / 3}};
+  const int states = backward ? 8 : 4;
+  const int n = backward ? 5 : 3;
+  std::vector<Case> cases;
+  int i = 0;
+  for (auto [b, ch, t] : shapes)
+    for (int lead : {0, 1, -1}) {  // on the grid, all one element off it, each its own lead
+      Case c = with_states(time_contiguous_case(backward, b, ch, t), i % states);
+      for (int k = 0; k < n && lead != 0; ++k) c.arrays[k].offset = lead > 0 ? lead : k + 1;
+      c.reverse = i % 2 == 1;
+      c.gates = kAllGates[i % 5];
+      c.via = Via::kSerial;
+      ++i;
+      cases.push_back(c);
+    }
+  for (bool reverse : {false, true}) {
+    Case c = with_states(time_contiguous_case(backward, 1, 300, 33), states - 1);
+    if (backward) {
+      c.arrays[kGradGates] = c.arrays[kStates];
+      c.arrays[kGradTokens] = c.arrays[kGradOut];
+    } else {
+      c.arrays[kOut] = c.arrays[kTokens];
+    }
+    c.label = "in place";
+    c.reverse = reverse;
+    c.via = Via::kSerial;
+    cases.push_back(c);
+    c = with_states(time_contiguous_case(backward, 2, 150, 13), states - 1);
+    c.edge_gates = true;
+    c.reverse = reverse;
+    c.via = Via::kSerial;
+    cases.push_back(c);
+    for (int64_t t : {5, 7, 33}) {
+      c = with_states(time_contiguous_case(backward, 2, 40, t), states - 1);
+      const int b_in = backward ? int(kGradOut) : int(kTokens);  // the sequence's b: tokens, or g
+      c.pokes = {{b_in, 0, 3, 0, kNaN},
+                 {kGates, 0, 9, t - 1, kInf},
+                 {b_in, 1, 20, t / 2, -kInf},
+                 {kGates, 1, 21, 0, kNaN},
+                 {b_in, 1, 39, t - 1, kNaN}};
+      c.reverse = reverse;
+      c.via = Via::kSerial;
+      cases.push_back(c);
+    }
+    for (Via via : {Via::kWorkspace, Via::kPlain, Via::kMallocAsync}) {
+      c = with_states(time_contiguous_case(backward, 1, 20000, 33), i++ % states);
+      c.reverse = reverse;
+      c.via = via;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+TYPED_TEST(LayoutTest, SerialKernel) {
+  run_cases<TypeParam>(serial_cases(false, int(sizeof(TypeParam))));
+}
+TYPED_TEST(LayoutTest, BackwardSerialKernel) {
+  run_cases<TypeParam>(serial_cases(true, int(sizeof(TypeParam))));
+}
+
+/// The serial kernel forced, run after run: bitwise the same outputs and states.
+TYPED_TEST(LayoutTest, SerialDeterministic) {
+  for (bool backward : {false, true}) {
+    Case c = with_states(time_contiguous_case(backward, 3, 1000, 17), backward ? 7 : 3);
+    c.gates = Gates::kNearOne;
+    c.via = Via::kSerial;
+    check_deterministic<TypeParam>(c, 3);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 /// Packed (C, total) calls on the flat kernels, both modes: windows of one staged tile joined by a
 /// look-back (the library's choice with a workspace), and whole sequences a block (Path::kFlat,
 /// or no workspace; windows of one to eight tiles). The long sequences cross many windows and

@@ -90,11 +90,13 @@ Status call_public(const Args& a, Via via, cudaStream_t stream,
                    DeviceBuffer<unsigned char>& workspace) {
   if (via == Via::kPlain) return entry(a, stream);
   if (via == Via::kMallocAsync) return entry(a, malloc_async, stream);
-  const bool forced = via == Via::kRowWalk || via == Via::kRowLookBack || via == Via::kFlat;
+  const bool forced =
+      via == Via::kRowWalk || via == Via::kRowLookBack || via == Via::kFlat || via == Via::kSerial;
   if (via != Via::kWorkspace && !forced) return Status::invalid("test: not a public entry point");
   const detail::Path path = via == Via::kRowWalk       ? detail::Path::kOneBlock
                             : via == Via::kRowLookBack ? detail::Path::kMultiBlock
                             : via == Via::kFlat        ? detail::Path::kFlat
+                            : via == Via::kSerial      ? detail::Path::kSerial
                                                        : detail::Path::kAuto;
   const auto call = [&](void* w, size_t& bytes) {
     return forced ? entry_path(a, w, bytes, stream, path) : entry(a, w, bytes, stream);

@@ -409,6 +409,8 @@ enum class Via {
                          ///< time-contiguous call forced onto the multi-block path
   kFlat,                 ///< the same, Path::kFlat: the flat kernel forced (time-contiguous
                          ///< sequences back to back, many to a block)
+  kSerial,               ///< the same, Path::kSerial: the serial kernel forced (time-contiguous
+                         ///< sequences back to back, one a thread)
 };
 
 inline const char* via_name(Via v) {
@@ -431,6 +433,8 @@ inline const char* via_name(Via v) {
       return "row path looking back";
     case Via::kFlat:
       return "flat tiles";
+    case Via::kSerial:
+      return "serial kernel";
   }
   return "?";
 }

@@ -38,6 +38,7 @@
 #include "../status.cuh"
 #include "flat_kernels.cuh"
 #include "scan_kernels.cuh"
+#include "serial_kernels.cuh"
 #include "tuning.cuh"
 
 namespace ascan {
@@ -45,7 +46,7 @@ namespace detail {
 
 /// Which path a call may take; kAuto is the library's choice, the others are for tests and the
 /// benchmark.
-enum class Path { kAuto, kOneBlock, kMultiBlock, kFlat };
+enum class Path { kAuto, kOneBlock, kMultiBlock, kFlat, kSerial };
 
 /// Where a call's scratch memory comes from.
 struct Scratch {
@@ -474,7 +475,8 @@ Status with_scratch(const Scratch& scratch, size_t bytes, cudaStream_t stream, L
 /// Runs a validated, non-empty call of `Problem<T, reverse, vector>`: plans it, handles its
 /// scratch as `scratch` says, and launches the path. `Table` is the one-block path's length
 /// table, `Lookback::kPolicy` the multi-block policy, `Flat::kPolicy` the flat kernel's
-/// (`FlatProblem` its problem), which replaces one block per sequence where flat_pays.
+/// (`FlatProblem` its problem), which replaces one block per sequence where flat_pays, and
+/// `Flat::kSerial` the serial kernel's rule (serial_pays), which goes ahead of both.
 template <template <class, bool, bool> class Problem,
           template <class, bool, bool> class FlatProblem, class T, class Table, class Lookback,
           class Flat>
@@ -483,31 +485,39 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
   using C = compute_t<T>;
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
   int64_t state_stride = 0;
-  const bool flat_fits =
-      (path == Path::kFlat || path == Path::kAuto) && flat_layout(p, state_stride);
+  const bool flat_fits = (path == Path::kFlat || path == Path::kSerial || path == Path::kAuto) &&
+                         flat_layout(p, state_stride);
   if (path == Path::kFlat && !flat_fits)
     return Status::not_supported(
         "the flat path takes sequences that lie back to back in every array, states at one "
         "stride per sequence, and at most 2^24 elements long");
+  if (path == Path::kSerial && !(flat_fits && serial_fits(p.length, int(sizeof(T)))))
+    return Status::not_supported(
+        "the serial path takes sequences that lie back to back in every array, states at one "
+        "stride per sequence, and at most 496 bytes long");
   Plan plan;
-  if (path != Path::kFlat) {
+  if (path != Path::kFlat && path != Path::kSerial) {
     if (Status st = make_plan<C, kVec, Lookback>(p.sequences, p.length, path,
                                                  scratch.mode != Scratch::kNone, plan);
         !st.ok())
       return st;
   }
-  // The flat kernel's rule needs the multiprocessor count; asked only where the rest allows it.
+  // The flat and serial kernels' rules need the multiprocessor count; asked only where the rest
+  // allows them.
   int sms = 0;
-  if (flat_fits && !plan.multi_block &&
+  if (flat_fits && !plan.multi_block && path != Path::kSerial &&
       (path == Path::kFlat || p.length <= Flat::kPolicy.max_length)) {
     if (Status st = current_multiprocessors(sms); !st.ok()) return st;
   }
-  const bool flat =
-      path == Path::kFlat || (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy));
+  const bool serial = path == Path::kSerial ||
+                      (path == Path::kAuto && sms > 0 && serial_fits(p.length, int(sizeof(T))) &&
+                       serial_pays(p.sequences, p.length, int(sizeof(T)), sms, Flat::kSerial));
+  const bool flat = !serial && (path == Path::kFlat ||
+                                (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy)));
   // The one-block row (select_row); the multiprocessor count asked only where the rule's
   // candidate differs from the table's row.
   int row = select_policy<sizeof(T), Table>(p.span_bound);
-  if (!plan.multi_block && !flat && select_row<sizeof(T), Table>(p.span_bound) != row) {
+  if (!plan.multi_block && !flat && !serial && select_row<sizeof(T), Table>(p.span_bound) != row) {
     if (sms == 0) {
       if (Status st = current_multiprocessors(sms); !st.ok()) return st;
     }
@@ -516,6 +526,11 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
   return with_scratch(scratch, plan.bytes, stream, [&](void* workspace) {
     if (plan.multi_block)
       return launch_lookback<Problem, T, Lookback>(reverse, vector, p, workspace, plan, stream);
+    if (serial) {
+      auto q = p;  // the kernel finds a sequence's states at one stride
+      q.state_channel_stride = state_stride;
+      return launch_serial<T>(reverse, q, stream);
+    }
     if (flat) {
       auto q = p;  // the kernel finds a sequence's states at one stride
       q.state_channel_stride = state_stride;

@@ -1,0 +1,254 @@
+// bench/probes/serial_path.cu: the serial kernel (dispatch/serial_kernels.cuh, Path::kSerial)
+// forced against the flat kernel forced (Path::kFlat), one block per sequence forced
+// (Path::kOneBlock) and the library's choice (Path::kAuto, which takes the serial kernel where
+// FlatTuning::kSerial says), on dense time-contiguous calls of many short sequences, forward and
+// backward, f32 and bf16, no states. The measurement behind the serial rule.
+//
+// Each call is timed by ascan_bench's own time_median (bench/bench_harness.cuh): 3 warm-ups, 51
+// samples each after a 256 MiB memset that flushes the L2, each paired with a same-traffic
+// cudaMemcpyAsync (forward 3 streams, backward 5), the pair's order alternating, each side the mean
+// of its two orders' medians. Every path's forward output is checked against a double loop on the
+// rounded inputs (every 61st sequence and the last) and its backward gradients against the
+// one-block path's (largest difference over the largest magnitude, every element).
+//
+//   nvcc -std=c++17 -O3 -arch=sm_90 -I include bench/probes/serial_path.cu -o serial_path
+//   ./serial_path
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <ascan/ascan.cuh>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "../bench_harness.cuh"  // gpu_setup, time_median and Pairing: the rows' timing
+
+#define CHECK(x)                                                                        \
+  do {                                                                                  \
+    cudaError_t e_ = (x);                                                               \
+    if (e_ != cudaSuccess) {                                                            \
+      std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+struct Timing {
+  float op_us, copy_us;
+};
+
+/// `launch` (returning an ascan::Status) timed as ascan_bench times a row (time_median), paired
+/// with a copy of `copy_bytes` from `src` to `dst`.
+template <class Launch>
+Timing time_paired(const Launch& launch, void* dst, const void* src, size_t copy_bytes) {
+  g_pair = Pairing{};
+  g_pair.copy_bytes = copy_bytes;
+  g_pair.copy_dst = dst;
+  g_pair.copy_src = src;
+  double ms = 0.0;
+  const std::string err = time_median(
+      [&]() -> std::string {
+        const ascan::Status s = launch();
+        return s.ok() ? std::string() : std::string(s.message);
+      },
+      &ms);
+  g_pair.copy_bytes = 0;
+  if (!err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    std::exit(1);
+  }
+  return {float(ms * 1e3), float(g_pair.copy_ms * 1e3)};
+}
+
+float host_f(float v) { return v; }
+float host_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// Largest error of `got` against a double loop on the rounded inputs, in units of the output's
+/// rounding at the reference's magnitude, over every 61st sequence and the last.
+template <class T>
+double check_forward(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& got,
+                     int64_t s_count, int length) {
+  double worst = 0;
+  const double ulp = std::is_same_v<T, float> ? std::ldexp(1.0, -23) : std::ldexp(1.0, -7);
+  for (int64_t s = 0; s < s_count; ++s) {
+    if (s % 61 != 0 && s != s_count - 1) continue;
+    double x = 0;
+    for (int t = 0; t < length; ++t) {
+      const int64_t i = s * length + t;
+      x = double(host_f(a[i])) * x + double(host_f(b[i]));
+      const double err =
+          std::fabs(double(host_f(got[i])) - x) / (ulp * std::max(std::fabs(x), 1e-30));
+      if (!(err <= 1e30)) return INFINITY;  // NaN or Inf
+      worst = std::max(worst, err);
+    }
+  }
+  return worst;
+}
+
+/// Largest |x - y| over the largest |y|, every element (NaN or Inf: infinity).
+template <class T>
+double relative_difference(const std::vector<T>& x, const std::vector<T>& y) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double u = host_f(x[i]), v = host_f(y[i]);
+    if (!std::isfinite(u) || !std::isfinite(v)) return INFINITY;
+    diff = std::max(diff, std::fabs(u - v));
+    scale = std::max(scale, std::fabs(v));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+template <class T>
+std::vector<T> fetch(const T* d, int64_t n) {
+  std::vector<T> h(n);
+  CHECK(cudaMemcpy(h.data(), d, size_t(n) * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+namespace d = ascan::detail;
+constexpr d::Path kPaths[] = {d::Path::kAuto, d::Path::kSerial, d::Path::kFlat, d::Path::kOneBlock};
+constexpr const char* kPathNames[] = {"auto", "serial", "flat", "one-block"};
+
+template <class T>
+void run_cell(int64_t s_count, int length) {
+  const cudaStream_t st = g_gpu.stream;
+  const int64_t n = s_count * length;
+  std::mt19937_64 rng(s_count * 1000003 + length);
+  std::uniform_real_distribution<float> gate(0.999f, 1.0f), token(0.0f, 1.0f);
+  std::vector<T> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = T(gate(rng));
+    b[i] = T(token(rng));
+  }
+  const size_t bytes = size_t(n) * sizeof(T);
+  T *da, *db, *dx, *dg, *dga, *dgt;
+  void *csrc, *cdst, *work;
+  const size_t cbytes = 5 * bytes / 2;  // the backward's; the forward copies 3 * bytes / 2
+  for (T** p : {&da, &db, &dx, &dg, &dga, &dgt}) CHECK(cudaMalloc(p, bytes));
+  CHECK(cudaMalloc(&csrc, cbytes));
+  CHECK(cudaMalloc(&cdst, cbytes));
+  CHECK(cudaMemset(csrc, 0x3C, cbytes));
+  CHECK(cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dg, b.data(), bytes, cudaMemcpyHostToDevice));  // an upstream gradient
+  ascan::ScanArgs<T> fwd;
+  fwd.gates = da;
+  fwd.tokens = db;
+  fwd.out = dx;
+  fwd.shape = ascan::time_contiguous(1, s_count, length);
+  ascan::ScanBackwardArgs<T> bwd;
+  bwd.gates = da;
+  bwd.states = dx;
+  bwd.grad_out = dg;
+  bwd.grad_gates = dga;
+  bwd.grad_tokens = dgt;
+  bwd.shape = fwd.shape;
+  size_t wbytes = 1;
+  for (d::Path path : kPaths) {
+    size_t w = 0;
+    const ascan::Status q = d::scan_with(fwd, d::Scratch::two_phase(nullptr, w), st, path);
+    if (q.ok()) wbytes = std::max(wbytes, w);
+    w = 0;
+    const ascan::Status r = d::scan_backward_with(bwd, d::Scratch::two_phase(nullptr, w), st, path);
+    if (r.ok()) wbytes = std::max(wbytes, w);
+  }
+  CHECK(cudaMalloc(&work, wbytes));
+  const char* name = std::is_same_v<T, float> ? "f32" : "bf16";
+  std::vector<T> states;  // the one-block forward's, read by every backward
+  {
+    size_t wb = wbytes;
+    const ascan::Status r =
+        d::scan_with(fwd, d::Scratch::two_phase(work, wb), st, d::Path::kOneBlock);
+    if (!r.ok()) {
+      std::printf("one-block forward: %s\n", r.message);
+      std::exit(1);
+    }
+    CHECK(cudaStreamSynchronize(st));
+    states = fetch(dx, n);
+  }
+  std::vector<T> ref_ga, ref_gt;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::printf("%-4s %6lld %4d %s | copy", name, static_cast<long long>(s_count), length,
+                pass == 0 ? "fwd" : "bwd");
+    Timing t[4];
+    bool ran[4] = {};
+    double err[4] = {};
+    // one-block first in the backward: its gradients are the others' reference
+    for (int k : {3, 0, 1, 2}) {
+      const d::Path path = kPaths[k];
+      size_t w = 0;
+      const ascan::Status q =
+          pass == 0 ? d::scan_with(fwd, d::Scratch::two_phase(nullptr, w), st, path)
+                    : d::scan_backward_with(bwd, d::Scratch::two_phase(nullptr, w), st, path);
+      if (!q.ok()) continue;  // the path does not take the call (the serial kernel's bound)
+      ran[k] = true;
+      if (pass == 0) {
+        CHECK(cudaMemsetAsync(dx, 0xFF, bytes, st));
+      } else {
+        CHECK(cudaMemcpy(dx, states.data(), bytes, cudaMemcpyHostToDevice));
+        CHECK(cudaMemsetAsync(dga, 0xFF, bytes, st));
+        CHECK(cudaMemsetAsync(dgt, 0xFF, bytes, st));
+      }
+      t[k] = time_paired(
+          [&] {
+            size_t wb = wbytes;
+            return pass == 0
+                       ? d::scan_with(fwd, d::Scratch::two_phase(work, wb), st, path)
+                       : d::scan_backward_with(bwd, d::Scratch::two_phase(work, wb), st, path);
+          },
+          cdst, csrc, pass == 0 ? 3 * bytes / 2 : cbytes);
+      CHECK(cudaStreamSynchronize(st));
+      if (pass == 0) {
+        err[k] = check_forward(a, b, fetch(dx, n), s_count, length);
+      } else if (k == 3) {
+        ref_ga = fetch(dga, n);
+        ref_gt = fetch(dgt, n);
+      } else {
+        err[k] = std::max(relative_difference(fetch(dga, n), ref_ga),
+                          relative_difference(fetch(dgt, n), ref_gt));
+      }
+    }
+    std::printf(" %7.2f", t[3].copy_us);
+    for (int k = 0; k < 4; ++k) {
+      if (ran[k])
+        std::printf(" | %s %7.2f %5.3f (%.2g)", kPathNames[k], t[k].op_us,
+                    t[k].copy_us / t[k].op_us, err[k]);
+      else
+        std::printf(" | %s -", kPathNames[k]);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  for (void* p :
+       {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(dx),
+        static_cast<void*>(dg), static_cast<void*>(dga), static_cast<void*>(dgt), csrc, cdst, work})
+    CHECK(cudaFree(p));
+}
+
+int main(int argc, char** argv) {
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf(
+      "# %s, %d SMs; times in us (each side the mean of its two orders' medians of 51);\n"
+      "# efficiency = copy / op (the copy of each path's own pairs); in brackets forward: the\n"
+      "# largest error in output ulps against double, backward: the largest difference from the\n"
+      "# one-block path's gradients over their largest magnitude\n",
+      prop.name, prop.multiProcessorCount);
+  if (const std::string& err = gpu_setup(); !err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
+  const bool quick = argc > 1;  // a few cells only
+  for (int64_t s : {4096, 16384, 65536})
+    for (int t : {1, 7, 16, 33, 64, 100, 128, 200}) {
+      if (quick && (s != 65536 || (t != 33 && t != 100))) continue;
+      if (t <= 124) run_cell<float>(s, t);
+      run_cell<__nv_bfloat16>(s, t);
+    }
+  gpu_teardown();
+  return 0;
+}
