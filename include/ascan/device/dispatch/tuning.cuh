@@ -117,15 +117,15 @@ struct ScanTuning<4> {
 template <>
 struct ScanTuning<2> {
   static constexpr ScanPolicy kPolicies[] = {
-      {0, KernelKind::kChunked, 64, 64, 8, 16},      // tiles of 512: select_row's only
-      {32, KernelKind::kWarp, 128, 4, 8},            // one tile of 32
-      {64, KernelKind::kWarp, 128, 8, 8},            // one tile of 64
-      {128, KernelKind::kWarp, 128, 8, 16},          // one tile of 128     sweep 0.87-0.94
-      {256, KernelKind::kWarp, 128, 16, 16},         // one tile of 256     sweep 0.98
-      {512, KernelKind::kBlock, 64, 64, 8, 32},      // one tile of 512     sweep 0.93-0.97
-      {1024, KernelKind::kBlock, 128, 128, 8, 16},   // one tile of 1024    sweep 0.94-0.97
-      {2048, KernelKind::kBlock, 256, 256, 8, 8},    // one tile of 2048    sweep 0.91-0.94
-      {4096, KernelKind::kChunked, 128, 128, 8, 8},  // 4 tiles of 1024     sweep 0.955-0.97
+      {0, KernelKind::kChunked, 64, 64, 8, 16},            // tiles of 512: select_row's only
+      {32, KernelKind::kWarp, 128, 4, 8},                  // one tile of 32
+      {64, KernelKind::kWarp, 128, 8, 8},                  // one tile of 64
+      {128, KernelKind::kWarp, 128, 8, 16},                // one tile of 128     sweep 0.87-0.94
+      {256, KernelKind::kWarp, 128, 16, 16},               // one tile of 256     sweep 0.98
+      {512, KernelKind::kBlock, 64, 64, 8, 32},            // one tile of 512     sweep 0.93-0.97
+      {1024, KernelKind::kBlock, 128, 128, 8, 16},         // one tile of 1024    sweep 0.94-0.97
+      {2048, KernelKind::kBlock, 256, 256, 8, 8},          // one tile of 2048    sweep 0.91-0.94
+      {4096, KernelKind::kChunked, 128, 128, 8, 8},        // 4 tiles of 1024     sweep 0.955-0.97
       {8192, KernelKind::kChunked, 128, 128, 32, 4, INT64_MAX},  // 2 tiles of 4096  0.99-1.00
       {INT64_MAX, KernelKind::kChunked, 256, 256, 16, 3},  // tiles of 4096    sweep 0.965-0.99
   };
@@ -393,7 +393,9 @@ struct LookbackTuning {
   /// register kernel had been measured 29-40% faster than the 64 x 9 tile on three of the six
   /// short bf16 shapes, those of 0.9-3.6 main tiles per multiprocessor, which now take the tiny
   /// tiles, and within the spread on the other three.)
-  static constexpr double kBackwardShortBelow = kBytes == 2 ? 0.0 : kBytes == 4 ? 32.0 : 0.0;
+  static constexpr double kBackwardShortBelow = kBytes == 2   ? 0.0
+                                                : kBytes == 4 ? 32.0
+                                                              : 0.0;
   static constexpr double kForwardShortBelow =
       kBytes == 2   ? scaled(8.0, 64 * (17 + 8) * V, kForward)
       : kBytes == 4 ? scaled(16.0, 64 * (25 + 8) * V, kForward)
@@ -499,8 +501,8 @@ struct FlatTuning {
   static constexpr int kWindowBytes = kBackward ? (kBytes == 2 ? 12288 : 10240) : 16384;
   static constexpr int kWindowItems = kWindowBytes / (128 * kBytes);
   static constexpr int kWindowMinBlocks = kBytes == 4 && !kBackward ? 4 : 6;
-  static constexpr FlatPolicy kPolicy{128,          16 / kBytes,     8, 8, 8, 2048, 256.0,
-                                      kWindowItems, kWindowMinBlocks};
+  static constexpr FlatPolicy kPolicy{
+      128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, kWindowMinBlocks};
   /// The serial kernel's rule: off (no sequence is short enough) until the kernel's runs on a GPU
   /// say where it pays (bench/probes/serial_path.cu); Path::kSerial forces it.
   static constexpr SerialRule kSerial{0, 0.0};
