@@ -521,12 +521,13 @@ TEST(HostPath, SerialRule) {
     a.out = at(0x3000000);
     a.shape = ascan::time_contiguous(1, 3, t);
     size_t bytes = 0;
-    const Status st = d::scan_with(a, d::Scratch::two_phase(nullptr, bytes), 0, d::Path::kSerial);
+    const ascan::Status st =
+        d::scan_with(a, d::Scratch::two_phase(nullptr, bytes), 0, d::Path::kSerial);
     if (t == 124) {
       EXPECT_TRUE(st.ok()) << st.message;
       EXPECT_EQ(bytes, 1u);
     } else {
-      EXPECT_EQ(st.code, StatusCode::kNotSupported) << st.message;
+      EXPECT_EQ(st.code, ascan::StatusCode::kNotSupported) << st.message;
     }
   }
 }
