@@ -506,13 +506,25 @@ TEST(HostPath, SerialRule) {
     if (t <= d::kSerialMaxSequenceBytes / 8)
       EXPECT_LE(3 * d::serial_stream_bytes<double>(t), 48 * 1024) << t;
   }
-  const d::SerialRule R{256, 96.0};
+  const d::SerialRule R{2, 256, 96.0};
   EXPECT_TRUE(d::serial_pays(65536, 33, 4, 132, R));
   EXPECT_TRUE(d::serial_pays(16384, 64, 4, 132, R));
   EXPECT_FALSE(d::serial_pays(16384, 65, 4, 132, R));  // past 256 bytes
   EXPECT_TRUE(d::serial_pays(16384, 128, 2, 132, R));
   EXPECT_FALSE(d::serial_pays(4096, 33, 4, 132, R));  // 31 sequences a multiprocessor
   EXPECT_TRUE(d::serial_pays(4096, 33, 4, 32, R));    // a smaller GPU fills with fewer
+  EXPECT_FALSE(d::serial_pays(65536, 1, 4, 132, R));  // shorter than min_length
+  // The walk's skew (serial_skew): taken where a stride sharing a factor with the banks costs more
+  // passes than the skew's extra iterations, and the lanes' addresses then one pass apart.
+  EXPECT_EQ(d::serial_skew(33, 4), 0);
+  EXPECT_EQ(d::serial_skew(64, 4), 1);
+  EXPECT_EQ(d::serial_skew(4, 4), 0);  // 4-way conflicts on 4 steps: cheaper than 31 more
+  EXPECT_EQ(d::serial_skew(16, 8), 1);
+  EXPECT_EQ(d::serial_skew(128, 2), 2);
+  EXPECT_EQ(d::serial_skew(99, 2), 1);
+  EXPECT_EQ(d::serial_skew(101, 2), -1);
+  EXPECT_EQ(d::serial_skew(102, 2), 0);
+  EXPECT_EQ(d::serial_skew(1, 2), 0);
   const auto at = [](uintptr_t address) { return reinterpret_cast<float*>(address); };
   for (const int64_t t : {int64_t{124}, int64_t{125}}) {
     ascan::ScanArgs<float> a;

@@ -457,10 +457,11 @@ struct FlatPolicy {
 };
 
 /// The serial kernel (dispatch/serial_kernels.cuh): one thread a whole sequence, kSerialThreads
-/// sequences a block staged in shared memory. The library takes it for sequences of at most
-/// `max_sequence_bytes` bytes, at least `min_sequences_per_sm` of them per multiprocessor
-/// (serial_pays), ahead of the flat kernel and one block per sequence.
+/// sequences a block staged in shared memory. The library takes it for sequences of at least
+/// `min_length` elements and at most `max_sequence_bytes` bytes, at least `min_sequences_per_sm`
+/// of them per multiprocessor (serial_pays), ahead of the flat kernel and one block per sequence.
 struct SerialRule {
+  int64_t min_length;
   int64_t max_sequence_bytes;
   double min_sequences_per_sm;
 };
@@ -503,9 +504,9 @@ struct FlatTuning {
   static constexpr int kWindowMinBlocks = kBytes == 4 && !kBackward ? 4 : 6;
   static constexpr FlatPolicy kPolicy{
       128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, kWindowMinBlocks};
-  /// The serial kernel's rule: off (no sequence is short enough) until the kernel's runs on a GPU
-  /// say where it pays (bench/probes/serial_path.cu); Path::kSerial forces it.
-  static constexpr SerialRule kSerial{0, 0.0};
+  /// The serial kernel's rule: sequences of 2 elements to 256 bytes (64 f32 elements, 128
+  /// 16-bit, 32 double), at least 256 of them per multiprocessor forward and 96 backward.
+  static constexpr SerialRule kSerial{2, 256, kBackward ? 96.0 : 256.0};
 };
 
 /// Index of the row of `Table` whose max_span covers sequences of `span` elements.
