@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <string>
 #include <type_traits>
 
@@ -506,25 +508,32 @@ TEST(HostPath, SerialRule) {
     if (t <= d::kSerialMaxSequenceBytes / 8)
       EXPECT_LE(3 * d::serial_stream_bytes<double>(t), 48 * 1024) << t;
   }
-  const d::SerialRule R{2, 256, 96.0};
+  const d::SerialRule R{5, 256, 2, 96.0};
   EXPECT_TRUE(d::serial_pays(65536, 33, 4, 132, R));
-  EXPECT_TRUE(d::serial_pays(16384, 64, 4, 132, R));
+  EXPECT_TRUE(d::serial_pays(16384, 7, 4, 132, R));
   EXPECT_FALSE(d::serial_pays(16384, 65, 4, 132, R));  // past 256 bytes
-  EXPECT_TRUE(d::serial_pays(16384, 128, 2, 132, R));
-  EXPECT_FALSE(d::serial_pays(4096, 33, 4, 132, R));  // 31 sequences a multiprocessor
-  EXPECT_TRUE(d::serial_pays(4096, 33, 4, 32, R));    // a smaller GPU fills with fewer
-  EXPECT_FALSE(d::serial_pays(65536, 1, 4, 132, R));  // shorter than min_length
-  // The walk's skew (serial_skew): taken where a stride sharing a factor with the banks costs more
-  // passes than the skew's extra iterations, and the lanes' addresses then one pass apart.
-  EXPECT_EQ(d::serial_skew(33, 4), 0);
-  EXPECT_EQ(d::serial_skew(64, 4), 1);
-  EXPECT_EQ(d::serial_skew(4, 4), 0);  // 4-way conflicts on 4 steps: cheaper than 31 more
-  EXPECT_EQ(d::serial_skew(16, 8), 1);
-  EXPECT_EQ(d::serial_skew(128, 2), 2);
-  EXPECT_EQ(d::serial_skew(99, 2), 1);
-  EXPECT_EQ(d::serial_skew(101, 2), -1);
-  EXPECT_EQ(d::serial_skew(102, 2), 0);
-  EXPECT_EQ(d::serial_skew(1, 2), 0);
+  EXPECT_TRUE(d::serial_pays(16384, 100, 2, 132, R));
+  EXPECT_FALSE(d::serial_pays(4096, 33, 4, 132, R));   // 31 sequences a multiprocessor
+  EXPECT_TRUE(d::serial_pays(4096, 33, 4, 32, R));     // a smaller GPU fills with fewer
+  EXPECT_FALSE(d::serial_pays(65536, 4, 4, 132, R));   // shorter than min_length
+  EXPECT_FALSE(d::serial_pays(65536, 64, 4, 132, R));  // 32 bank passes a read
+  EXPECT_FALSE(d::serial_pays(65536, 16, 2, 132, R));  // 8
+  // The walk's bank passes (serial_bank_passes), against a model of the banks: every lane's
+  // 4-byte words at one step, the most distinct words that share a bank (8-byte reads in two
+  // halves of 16 lanes).
+  for (const int bytes : {2, 4, 8})
+    for (int64_t t = 1; t * bytes <= d::kSerialMaxSequenceBytes; ++t) {
+      int64_t most = 1;
+      for (int half = 0; half < (bytes == 8 ? 2 : 1); ++half) {
+        std::map<int64_t, std::set<int64_t>> banks;
+        for (int64_t r = half * 16; r < (bytes == 8 ? half * 16 + 16 : 32); ++r) {
+          const int64_t byte = (r * t + 5) * bytes;  // step 5 of lane r's sequence
+          for (int64_t w = byte / 4; w <= (byte + bytes - 1) / 4; ++w) banks[w % 32].insert(w);
+        }
+        for (const auto& [bank, words] : banks) most = std::max<int64_t>(most, words.size());
+      }
+      EXPECT_EQ(d::serial_bank_passes(t, bytes), most) << bytes << "-byte elements, T = " << t;
+    }
   const auto at = [](uintptr_t address) { return reinterpret_cast<float*>(address); };
   for (const int64_t t : {int64_t{124}, int64_t{125}}) {
     ascan::ScanArgs<float> a;

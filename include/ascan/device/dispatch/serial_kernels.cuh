@@ -51,30 +51,22 @@ __host__ __device__ constexpr int64_t serial_gcd(int64_t a, int64_t b) {
   return b == 0 ? a : serial_gcd(b, a % b);
 }
 
-/// The serial walk's skew. A warp's 32 lanes walk 32 sequences that lie `length` elements apart
-/// in shared memory, so where that stride shares a factor with the 32 banks, lanes read the same
-/// bank in the same step (T = 64 f32: all 32 of them, a 32-way conflict on every read; measured
-/// 3-5x slower than one block per sequence, results/serial_path_5b431fb_h100.txt). Skewed, lane r
-/// takes its step k at iteration k + sigma * r (sigma < 0: k - sigma * (31 - r)), so that the
-/// lanes' addresses of one iteration lie length - sigma apart, which the banks take in one pass:
-/// for 4- and 8-byte elements sigma = 1 where the length is even; for 16-bit ones, two to a bank
-/// word, 2, -1, 0 or 1 as length % 4 is 0, 1, 2 or 3. That is a walk up the sequence; a walk down
-/// it (a reverse scan, the gradient of a forward one) negates sigma, its addresses lying
-/// length + sigma apart. The skew costs |sigma| * 31 iterations more, taken only where the
-/// unskewed walk's conflicts cost more (its reads' passes times the length).
-__host__ __device__ constexpr int serial_skew(int64_t length, int bytes) {
-  int sigma = 0;
-  int64_t passes = 1;  // bank passes of an unskewed read
+/// The bank passes each read of the serial walk takes: a warp's 32 lanes walk 32 sequences that
+/// lie `length` elements apart in shared memory, so where that stride shares a factor with the
+/// 32 four-byte banks, lanes read the same bank in the same step (T = 64 f32: all 32 of them).
+/// 4-byte elements: gcd(length, 32); 8-byte ones, read in two passes of 16 lanes: gcd(length,
+/// 16) each; 16-bit ones, two to a bank word: gcd(length / 2, 32) where the length is a multiple
+/// of 4, 1 where it is 2 more than one, 2 where it is odd (neighbouring lanes' words meet). The
+/// rule (serial_pays) takes the kernel only where this is small: measured, T = 16, 64 and 128 ran
+/// 0.2-0.7 of one block per sequence's speed, and a walk skewed to spread the lanes over the
+/// banks (31-62 iterations more) was slower still than the conflicts it spared at T = 33 and 100
+/// in 16-bit (results/serial_path_5b431fb_h100.txt, results/serial_path_dcb6a4b_h100.txt).
+__host__ __device__ constexpr int64_t serial_bank_passes(int64_t length, int bytes) {
   if (bytes == 2) {
     const int64_t m = length % 4;
-    sigma = m == 0 ? 2 : m == 1 ? -1 : m == 3 ? 1 : 0;
-    passes = m == 0 ? serial_gcd(length / 2, 32) : m == 2 || length == 1 ? 1 : 2;
-  } else if (length % 2 == 0) {
-    sigma = 1;
-    passes = serial_gcd(length, bytes == 8 ? 16 : 32);  // 8-byte reads: two passes of 16 lanes
+    return m == 0 ? serial_gcd(length / 2, 32) : m == 2 || length == 1 ? 1 : 2;
   }
-  const int64_t extra = int64_t(sigma < 0 ? -sigma : sigma) * (kSerialThreads - 1);
-  return length * passes > length + extra ? sigma : 0;
+  return serial_gcd(length, bytes == 8 ? 16 : 32);
 }
 
 #if defined(__CUDACC__)
@@ -84,17 +76,6 @@ template <class T>
 __device__ __forceinline__ int serial_misalignment(const T* p) {
   return static_cast<int>((reinterpret_cast<uintptr_t>(p) % 16) / sizeof(T));
 }
-
-/// Lane `rank`'s walk of a sequence of `length` (serial_skew), up the sequence or down it
-/// (`down`): its step k at iteration k + shift, of `iterations` in all.
-struct SerialWalk {
-  int shift, iterations;
-  __device__ __forceinline__ SerialWalk(int length, int bytes, int rank, bool down) {
-    const int sigma = down ? -serial_skew(length, bytes) : serial_skew(length, bytes);
-    shift = sigma >= 0 ? sigma * rank : -sigma * (kSerialThreads - 1 - rank);
-    iterations = length + (sigma >= 0 ? sigma : -sigma) * (kSerialThreads - 1);
-  }
-};
 
 /// Stages the `n` elements from `src` at `slots + serial_misalignment(src)` (slots 16-byte
 /// aligned), so that src's 16-byte stretches land on whole slots: those by cp.async, the
@@ -163,11 +144,8 @@ __global__ void __launch_bounds__(kSerialThreads)
   if (rank < count) {
     const T* a = slots_a + serial_misalignment(p.gates + base) + rank * length;
     T* y = b + rank * length;
-    const SerialWalk walk(length, static_cast<int>(sizeof(T)), rank, kReverse);
 #pragma unroll 4
-    for (int i = 0; i < walk.iterations; ++i) {
-      const int k = i - walk.shift;  // this lane's step
-      if (k < 0 || k >= length) continue;
+    for (int k = 0; k < length; ++k) {
       const int t = kReverse ? length - 1 - k : k;
       x = to_compute<C>(a[t]) * x + to_compute<C>(y[t]);
       y[t] = to_storage<T>(x);
@@ -221,11 +199,8 @@ __global__ void __launch_bounds__(kSerialThreads)
     T* g = gs + rank * length;  // upstream gradients in, dL/db out
     // the gradient's first step (the forward's last) takes gT alone as the state after it
     C a_next = C(1);
-    const SerialWalk walk(length, static_cast<int>(sizeof(T)), rank, !kForwardReverse);
 #pragma unroll 4
-    for (int i = 0; i < walk.iterations; ++i) {
-      const int k = i - walk.shift;  // this lane's step
-      if (k < 0 || k >= length) continue;
+    for (int k = 0; k < length; ++k) {
       const int t = kForwardReverse ? k : length - 1 - k;
       const int before = kForwardReverse ? t + 1 : t - 1;  // the forward's previous step
       d = a_next * d + to_compute<C>(g[t]);
@@ -275,6 +250,7 @@ constexpr bool serial_fits(int64_t length, int bytes) {
 inline bool serial_pays(int64_t sequences, int64_t length, int bytes, int sms,
                         const SerialRule& R) {
   return length >= R.min_length && length * bytes <= R.max_sequence_bytes &&
+         serial_bank_passes(length, bytes) <= R.max_bank_passes &&
          double(sequences) >= R.min_sequences_per_sm * double(sms > 0 ? sms : 1);
 }
 

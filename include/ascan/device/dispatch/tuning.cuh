@@ -458,11 +458,13 @@ struct FlatPolicy {
 
 /// The serial kernel (dispatch/serial_kernels.cuh): one thread a whole sequence, kSerialThreads
 /// sequences a block staged in shared memory. The library takes it for sequences of at least
-/// `min_length` elements and at most `max_sequence_bytes` bytes, at least `min_sequences_per_sm`
-/// of them per multiprocessor (serial_pays), ahead of the flat kernel and one block per sequence.
+/// `min_length` elements and at most `max_sequence_bytes` bytes whose walk reads shared memory in
+/// at most `max_bank_passes` passes (serial_bank_passes), at least `min_sequences_per_sm` of them
+/// per multiprocessor (serial_pays), ahead of the flat kernel and one block per sequence.
 struct SerialRule {
   int64_t min_length;
   int64_t max_sequence_bytes;
+  int64_t max_bank_passes;
   double min_sequences_per_sm;
 };
 
@@ -504,9 +506,17 @@ struct FlatTuning {
   static constexpr int kWindowMinBlocks = kBytes == 4 && !kBackward ? 4 : 6;
   static constexpr FlatPolicy kPolicy{
       128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, kWindowMinBlocks};
-  /// The serial kernel's rule: sequences of 2 elements to 256 bytes (64 f32 elements, 128
-  /// 16-bit, 32 double), at least 256 of them per multiprocessor forward and 96 backward.
-  static constexpr SerialRule kSerial{2, 256, kBackward ? 96.0 : 256.0};
+  /// The serial kernel's rule: sequences of 5 elements to 256 bytes (64 f32 elements, 128 16-bit,
+  /// 32 double) read in at most 2 bank passes, at least 256 of them per multiprocessor forward and
+  /// 96 backward. Measured on an H100 (bench/RESULTS.md "The serial kernel";
+  /// results/serial_path_5b431fb_h100.txt, _dcb6a4b_h100.txt, sweep_serial_a375325_h100_run*):
+  /// forced against the flat kernel and one block per sequence at 16384-65536 sequences, it was
+  /// the fastest at T = 7 and 33 with 32768 sequences and more (f32 forward at 65536: 0.90-0.91
+  /// against 0.78-0.80; bf16 0.86-0.88 against 0.62-0.66), and backward from 16384 (f32 T = 33
+  /// 0.84-0.88 against 0.82; bf16 T = 7 0.79 against 0.69-0.70); the flat kernel was faster at
+  /// T = 1 to 4, one block per sequence at T = 100 f32 (400 bytes), and forward at 16384 the
+  /// three were within a few hundredths either way.
+  static constexpr SerialRule kSerial{5, 256, 2, kBackward ? 96.0 : 256.0};
 };
 
 /// Index of the row of `Table` whose max_span covers sequences of `span` elements.
