@@ -519,19 +519,20 @@ TEST(HostPath, SerialRule) {
   EXPECT_FALSE(d::serial_pays(65536, 64, 4, 132, R));  // 32 bank passes a read
   EXPECT_FALSE(d::serial_pays(65536, 16, 2, 132, R));  // 8
   // The walk's bank passes (serial_bank_passes), against a model of the banks: every lane's
-  // 4-byte words at one step, the most distinct words that share a bank (8-byte reads in two
-  // halves of 16 lanes).
+  // 4-byte words at two consecutive steps, the most distinct words that share a bank (8-byte reads
+  // in two halves of 16 lanes).
   for (const int bytes : {2, 4, 8})
     for (int64_t t = 1; t * bytes <= d::kSerialMaxSequenceBytes; ++t) {
       int64_t most = 1;
-      for (int half = 0; half < (bytes == 8 ? 2 : 1); ++half) {
-        std::map<int64_t, std::set<int64_t>> banks;
-        for (int64_t r = half * 16; r < (bytes == 8 ? half * 16 + 16 : 32); ++r) {
-          const int64_t byte = (r * t + 5) * bytes;  // step 5 of lane r's sequence
-          for (int64_t w = byte / 4; w <= (byte + bytes - 1) / 4; ++w) banks[w % 32].insert(w);
+      for (const int64_t step : {5, 6})  // 16-bit lanes meet in a word at one step's parity
+        for (int half = 0; half < (bytes == 8 ? 2 : 1); ++half) {
+          std::map<int64_t, std::set<int64_t>> banks;
+          for (int64_t r = half * 16; r < (bytes == 8 ? half * 16 + 16 : 32); ++r) {
+            const int64_t byte = (r * t + step) * bytes;  // lane r's element at `step`
+            for (int64_t w = byte / 4; w <= (byte + bytes - 1) / 4; ++w) banks[w % 32].insert(w);
+          }
+          for (const auto& [bank, words] : banks) most = std::max<int64_t>(most, words.size());
         }
-        for (const auto& [bank, words] : banks) most = std::max<int64_t>(most, words.size());
-      }
       EXPECT_EQ(d::serial_bank_passes(t, bytes), most) << bytes << "-byte elements, T = " << t;
     }
   const auto at = [](uintptr_t address) { return reinterpret_cast<float*>(address); };
