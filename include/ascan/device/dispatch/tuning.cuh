@@ -509,7 +509,9 @@ struct FlatTuning {
   /// The serial kernel's rule: sequences of 5 elements to 256 bytes (64 f32 elements, 128 16-bit,
   /// 32 double) read in at most 2 bank passes, at least 256 of them per multiprocessor forward and
   /// 96 backward. Measured on an H100 (bench/RESULTS.md "The serial kernel";
-  /// results/serial_path_5b431fb_h100.txt, _dcb6a4b_h100.txt, sweep_serial_a375325_h100_run*):
+  /// results/serial_path_5b431fb_h100.txt, _dcb6a4b_h100.txt; the sweep through this rule,
+  /// sweep_serial_12da11d_h100_run*, against the library before it, 64 / 53 / 31 / 27 -> 69 / 54
+  /// / 34 / 28 cells at target):
   /// forced against the flat kernel and one block per sequence at 16384-65536 sequences, it was
   /// the fastest at T = 7 and 33 with 32768 sequences and more (f32 forward at 65536: 0.90-0.91
   /// against 0.78-0.80; bf16 0.86-0.88 against 0.62-0.66), and backward from 16384 (f32 T = 33
