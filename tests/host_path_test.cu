@@ -496,10 +496,12 @@ TEST(HostPath, SerialRule) {
   namespace d = ascan::detail;
   for (const int bytes : {2, 4, 8}) {
     const int64_t longest = d::kSerialMaxSequenceBytes / bytes;
-    EXPECT_TRUE(d::serial_fits(1, bytes));
-    EXPECT_TRUE(d::serial_fits(longest, bytes));
-    EXPECT_FALSE(d::serial_fits(longest + 1, bytes));
-    EXPECT_FALSE(d::serial_fits(0, bytes));
+    EXPECT_TRUE(d::serial_fits(1, 1, bytes));
+    EXPECT_TRUE(d::serial_fits(1, longest, bytes));
+    EXPECT_FALSE(d::serial_fits(1, longest + 1, bytes));
+    EXPECT_FALSE(d::serial_fits(1, 0, bytes));
+    EXPECT_TRUE(d::serial_fits(int64_t{2147483647} * 32, 1, bytes));  // the grid's last block
+    EXPECT_FALSE(d::serial_fits(int64_t{2147483647} * 32 + 1, 1, bytes));
   }
   for (int64_t t = 1; t <= d::kSerialMaxSequenceBytes / 2; ++t) {
     EXPECT_LE(3 * d::serial_stream_bytes<__half>(t), 48 * 1024) << t;

@@ -33,88 +33,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../bench_harness.cuh"  // gpu_setup, time_median and Pairing: the rows' timing
-
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
-
-struct Timing {
-  float op_us, copy_us;
-};
-
-/// `launch` (returning an ascan::Status) timed as ascan_bench times a row (time_median), paired
-/// with a copy of `copy_bytes` from `src` to `dst`.
-template <class Launch>
-Timing time_paired(const Launch& launch, void* dst, const void* src, size_t copy_bytes) {
-  g_pair = Pairing{};
-  g_pair.copy_bytes = copy_bytes;
-  g_pair.copy_dst = dst;
-  g_pair.copy_src = src;
-  double ms = 0.0;
-  const std::string err = time_median(
-      [&]() -> std::string {
-        const ascan::Status s = launch();
-        return s.ok() ? std::string() : std::string(s.message);
-      },
-      &ms);
-  g_pair.copy_bytes = 0;
-  if (!err.empty()) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    std::exit(1);
-  }
-  return {float(ms * 1e3), float(g_pair.copy_ms * 1e3)};
-}
-
-float host_f(float v) { return v; }
-float host_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-/// Largest error of `got` against a double loop on the rounded inputs, in units of the output's
-/// rounding at the reference's magnitude, over every 61st sequence and the last.
-template <class T>
-double check_forward(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& got,
-                     int64_t s_count, int length) {
-  double worst = 0;
-  const double ulp = std::is_same_v<T, float> ? std::ldexp(1.0, -23) : std::ldexp(1.0, -7);
-  for (int64_t s = 0; s < s_count; ++s) {
-    if (s % 61 != 0 && s != s_count - 1) continue;
-    double x = 0;
-    for (int t = 0; t < length; ++t) {
-      const int64_t i = s * length + t;
-      x = double(host_f(a[i])) * x + double(host_f(b[i]));
-      const double err =
-          std::fabs(double(host_f(got[i])) - x) / (ulp * std::max(std::fabs(x), 1e-30));
-      if (!(err <= 1e30)) return INFINITY;  // NaN or Inf
-      worst = std::max(worst, err);
-    }
-  }
-  return worst;
-}
-
-/// Largest |x - y| over the largest |y|, every element (NaN or Inf: infinity).
-template <class T>
-double relative_difference(const std::vector<T>& x, const std::vector<T>& y) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double u = host_f(x[i]), v = host_f(y[i]);
-    if (!std::isfinite(u) || !std::isfinite(v)) return INFINITY;
-    diff = std::max(diff, std::fabs(u - v));
-    scale = std::max(scale, std::fabs(v));
-  }
-  return diff / std::max(scale, 1e-30);
-}
-
-template <class T>
-std::vector<T> fetch(const T* d, int64_t n) {
-  std::vector<T> h(n);
-  CHECK(cudaMemcpy(h.data(), d, size_t(n) * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
+#include "probe_util.cuh"  // CHECK, time_paired (bench_harness.cuh's timing), the checks
 
 template <class T>
 void run_cell(int64_t s_count, int length) {
@@ -142,8 +61,7 @@ void run_cell(int64_t s_count, int length) {
   CHECK(cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(dg, b.data(), bytes, cudaMemcpyHostToDevice));  // an upstream gradient
-  CHECK(cudaMemcpy(doff, offsets.data(), offsets.size() * sizeof(int32_t),
-                   cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(doff, offsets.data(), offsets.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
 
   ascan::ScanArgs<T> dense;
   dense.gates = da;
@@ -217,7 +135,8 @@ void run_cell(int64_t s_count, int length) {
   }
   const double e_dense = check_forward(a, b, got[0], s_count, length);
   const double e_packed = check_forward(a, b, got[1], s_count, length);
-  const double d_bwd = std::max(relative_difference(gg[1], gg[0]), relative_difference(gt[1], gt[0]));
+  const double d_bwd =
+      std::max(relative_difference(gg[1], gg[0]), relative_difference(gt[1], gt[0]));
   std::printf(
       "%-4s %6lld %5d | fwd copy %7.2f dense %7.2f %5.3f packed %7.2f %5.3f | bwd copy %7.2f "
       "dense %7.2f %5.3f packed %7.2f %5.3f | fwd err %.2g / %.2g ulp, bwd diff %.2g\n",
@@ -235,10 +154,11 @@ void run_cell(int64_t s_count, int length) {
 int main() {
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("# %s, %d SMs; times in us (each side the mean of its two orders' medians of 51);\n"
-              "# efficiency = copy / op; dense: time_contiguous(1, S, T); packed: one row of S\n"
-              "# sequences of T (cu_seqlens int32), no states, two-phase with a workspace\n",
-              prop.name, prop.multiProcessorCount);
+  std::printf(
+      "# %s, %d SMs; times in us (each side the mean of its two orders' medians of 51);\n"
+      "# efficiency = copy / op; dense: time_contiguous(1, S, T); packed: one row of S\n"
+      "# sequences of T (cu_seqlens int32), no states, two-phase with a workspace\n",
+      prop.name, prop.multiProcessorCount);
   if (const std::string& err = gpu_setup(); !err.empty()) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;

@@ -491,10 +491,10 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
     return Status::not_supported(
         "the flat path takes sequences that lie back to back in every array, states at one "
         "stride per sequence, and at most 2^24 elements long");
-  if (path == Path::kSerial && !(flat_fits && serial_fits(p.length, int(sizeof(T)))))
+  if (path == Path::kSerial && !(flat_fits && serial_fits(p.sequences, p.length, int(sizeof(T)))))
     return Status::not_supported(
         "the serial path takes sequences that lie back to back in every array, states at one "
-        "stride per sequence, and at most 496 bytes long");
+        "stride per sequence, and at most 496 bytes long (and at most 2^31 - 1 blocks of 32)");
   Plan plan;
   if (path != Path::kFlat && path != Path::kSerial) {
     if (Status st = make_plan<C, kVec, Lookback>(p.sequences, p.length, path,
@@ -509,9 +509,10 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
       (path == Path::kFlat || p.length <= Flat::kPolicy.max_length)) {
     if (Status st = current_multiprocessors(sms); !st.ok()) return st;
   }
-  const bool serial = path == Path::kSerial ||
-                      (path == Path::kAuto && sms > 0 && serial_fits(p.length, int(sizeof(T))) &&
-                       serial_pays(p.sequences, p.length, int(sizeof(T)), sms, Flat::kSerial));
+  const bool serial =
+      path == Path::kSerial ||
+      (path == Path::kAuto && sms > 0 && serial_fits(p.sequences, p.length, int(sizeof(T))) &&
+       serial_pays(p.sequences, p.length, int(sizeof(T)), sms, Flat::kSerial));
   const bool flat = !serial && (path == Path::kFlat ||
                                 (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy)));
   // The one-block row (select_row); the multiprocessor count asked only where the rule's

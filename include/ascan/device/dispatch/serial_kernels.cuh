@@ -239,10 +239,12 @@ cudaError_t launch_serial(bool reverse, const BackwardParams<T>& p, cudaStream_t
 
 #endif  // __CUDACC__
 
-/// Whether the serial kernel can take sequences of `length` elements of `bytes` bytes (its
-/// staging within a block's default shared memory; the layout is flat_layout's).
-constexpr bool serial_fits(int64_t length, int bytes) {
-  return length >= 1 && length * bytes <= kSerialMaxSequenceBytes;
+/// Whether the serial kernel can take `sequences` sequences of `length` elements of `bytes` bytes:
+/// its staging within a block's default shared memory, and a grid of one block per
+/// kSerialThreads sequences within CUDA's 2^31 - 1 blocks (the layout is flat_layout's).
+constexpr bool serial_fits(int64_t sequences, int64_t length, int bytes) {
+  return length >= 1 && length * bytes <= kSerialMaxSequenceBytes &&
+         sequences <= int64_t{2147483647} * kSerialThreads;
 }
 
 /// Whether the library takes the serial kernel for a call of `sequences` sequences of `length`

@@ -1,0 +1,101 @@
+// bench/probes/probe_util.cuh: what the probes that time ascan's entry points against a paired
+// copy share (dense_as_packed.cu, serial_path.cu): a CUDA check that exits, ascan_bench's own
+// paired timing (bench_harness.cuh's time_median) around a launch that returns an ascan::Status,
+// and the checks of their outputs against a double loop or against another path's.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <ascan/ascan.cuh>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../bench_harness.cuh"  // gpu_setup, time_median and Pairing: the rows' timing
+
+#define CHECK(x)                                                                        \
+  do {                                                                                  \
+    cudaError_t e_ = (x);                                                               \
+    if (e_ != cudaSuccess) {                                                            \
+      std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+struct Timing {
+  float op_us, copy_us;
+};
+
+/// `launch` (returning an ascan::Status) timed as ascan_bench times a row (time_median), paired
+/// with a copy of `copy_bytes` from `src` to `dst`.
+template <class Launch>
+Timing time_paired(const Launch& launch, void* dst, const void* src, size_t copy_bytes) {
+  g_pair = Pairing{};
+  g_pair.copy_bytes = copy_bytes;
+  g_pair.copy_dst = dst;
+  g_pair.copy_src = src;
+  double ms = 0.0;
+  const std::string err = time_median(
+      [&]() -> std::string {
+        const ascan::Status s = launch();
+        return s.ok() ? std::string() : std::string(s.message);
+      },
+      &ms);
+  g_pair.copy_bytes = 0;
+  if (!err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    std::exit(1);
+  }
+  return {float(ms * 1e3), float(g_pair.copy_ms * 1e3)};
+}
+
+float host_f(float v) { return v; }
+float host_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// Largest error of `got` against a double loop on the rounded inputs, in units of the output's
+/// rounding at the reference's magnitude, over every 61st sequence and the last.
+template <class T>
+double check_forward(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& got,
+                     int64_t s_count, int length) {
+  double worst = 0;
+  const double ulp = std::is_same_v<T, float> ? std::ldexp(1.0, -23) : std::ldexp(1.0, -7);
+  for (int64_t s = 0; s < s_count; ++s) {
+    if (s % 61 != 0 && s != s_count - 1) continue;
+    double x = 0;
+    for (int t = 0; t < length; ++t) {
+      const int64_t i = s * length + t;
+      x = double(host_f(a[i])) * x + double(host_f(b[i]));
+      const double err =
+          std::fabs(double(host_f(got[i])) - x) / (ulp * std::max(std::fabs(x), 1e-30));
+      if (!(err <= 1e30)) return INFINITY;  // NaN or Inf
+      worst = std::max(worst, err);
+    }
+  }
+  return worst;
+}
+
+/// Largest |x - y| over the largest |y|, every element (NaN or Inf: infinity).
+template <class T>
+double relative_difference(const std::vector<T>& x, const std::vector<T>& y) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double u = host_f(x[i]), v = host_f(y[i]);
+    if (!std::isfinite(u) || !std::isfinite(v)) return INFINITY;
+    diff = std::max(diff, std::fabs(u - v));
+    scale = std::max(scale, std::fabs(v));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+template <class T>
+std::vector<T> fetch(const T* d, int64_t n) {
+  std::vector<T> h(n);
+  CHECK(cudaMemcpy(h.data(), d, size_t(n) * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
