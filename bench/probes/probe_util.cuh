@@ -1,7 +1,8 @@
-// bench/probes/probe_util.cuh: what the probes that time ascan's entry points against a paired
-// copy share (dense_as_packed.cu, serial_path.cu): a CUDA check that exits, ascan_bench's own
-// paired timing (bench_harness.cuh's time_median) around a launch that returns an ascan::Status,
-// and the checks of their outputs against a double loop or against another path's.
+// bench/probes/probe_util.cuh: what the probes that time kernels against a paired copy share
+// (dense_as_packed.cu, serial_path.cu, serial_tiles.cu): a CUDA check that exits, ascan_bench's
+// own paired timing (bench_harness.cuh's time_median) around a launch that returns an
+// ascan::Status or a cudaError_t, and the checks of outputs against a double loop or against
+// another path's.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -32,8 +33,14 @@ struct Timing {
   float op_us, copy_us;
 };
 
-/// `launch` (returning an ascan::Status) timed as ascan_bench times a row (time_median), paired
-/// with a copy of `copy_bytes` from `src` to `dst`.
+/// What went wrong in a launch, empty where nothing did: an ascan::Status or a CUDA error.
+inline std::string launch_message(const ascan::Status& s) {
+  return s.ok() ? std::string() : std::string(s.message);
+}
+inline std::string launch_message(cudaError_t e) { return cuda_check(e, "launch"); }
+
+/// `launch` (returning an ascan::Status or a cudaError_t) timed as ascan_bench times a row
+/// (time_median), paired with a copy of `copy_bytes` from `src` to `dst`.
 template <class Launch>
 Timing time_paired(const Launch& launch, void* dst, const void* src, size_t copy_bytes) {
   g_pair = Pairing{};
@@ -41,12 +48,7 @@ Timing time_paired(const Launch& launch, void* dst, const void* src, size_t copy
   g_pair.copy_dst = dst;
   g_pair.copy_src = src;
   double ms = 0.0;
-  const std::string err = time_median(
-      [&]() -> std::string {
-        const ascan::Status s = launch();
-        return s.ok() ? std::string() : std::string(s.message);
-      },
-      &ms);
+  const std::string err = time_median([&] { return launch_message(launch()); }, &ms);
   g_pair.copy_bytes = 0;
   if (!err.empty()) {
     std::fprintf(stderr, "%s\n", err.c_str());

@@ -12,12 +12,12 @@
 // elements. Forward only, no h0, f32 and bf16; K = 8, 16, 32 and 64, each whose staging (both
 // arrays) fits two blocks a multiprocessor.
 //
-// Each cell is timed by ascan_bench's own time_median (bench/bench_harness.cuh): 3 warm-ups, 51
-// samples each after a 256 MiB memset that flushes the L2, each paired with a same-traffic
-// cudaMemcpyAsync, the pair's order alternating, each side the mean of its two orders' medians. The
-// library's ascan::scan (two-phase entry point) on the same arrays is timed the same way beside it.
-// Both outputs are checked against a double loop on the rounded inputs (every sequence of the first
-// and last block, and every 97th).
+// Each cell is timed by ascan_bench's own time_median (bench/bench_harness.cuh, through
+// probe_util.cuh's time_paired): 3 warm-ups, 51 samples each after a 256 MiB memset that flushes
+// the L2, each paired with a same-traffic cudaMemcpyAsync, the pair's order alternating, each side
+// the mean of its two orders' medians. The library's ascan::scan (two-phase entry point) on the
+// same arrays is timed the same way beside it. Both outputs are checked against a double loop on
+// the rounded inputs (every sequence of the first and last block, and every 97th).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I include bench/probes/serial_tiles.cu -o serial_tiles
 //   ./serial_tiles
@@ -35,16 +35,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../bench_harness.cuh"  // gpu_setup, time_median and Pairing: the rows' timing
-
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
+#include "probe_util.cuh"  // CHECK, time_paired (bench_harness.cuh's timing), host_f
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -135,31 +126,6 @@ cudaError_t launch_serial(const T* a, const T* b, T* x, int64_t s, int length, c
   return cudaGetLastError();
 }
 
-struct Timing {
-  float op_us, copy_us;
-};
-
-/// `launch` (returning a cudaError_t) timed as ascan_bench times a row (time_median), paired with
-/// a copy of `copy_bytes` from `src` to `dst`.
-template <class Launch>
-Timing time_paired(const Launch& launch, void* dst, const void* src, size_t copy_bytes) {
-  g_pair = Pairing{};
-  g_pair.copy_bytes = copy_bytes;
-  g_pair.copy_dst = dst;
-  g_pair.copy_src = src;
-  double ms = 0.0;
-  const std::string err = time_median([&] { return cuda_check(launch(), "launch"); }, &ms);
-  g_pair.copy_bytes = 0;
-  if (!err.empty()) {
-    std::fprintf(stderr, "%s\n", err.c_str());
-    std::exit(1);
-  }
-  return {float(ms * 1e3), float(g_pair.copy_ms * 1e3)};
-}
-
-float host_f(float v) { return v; }
-float host_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-
 // Largest error of `got` against a double loop on the rounded inputs, in units of the output's
 // rounding (ulps of its type at the reference's magnitude), over the sequences checked.
 template <class T>
@@ -228,8 +194,7 @@ void run_cell(int64_t s_count, int length) {
   const Timing lib = time_paired(
       [&] {
         size_t wb = wbytes;
-        const ascan::Status r = ascan::scan(args, work, wb, st);
-        return r.ok() ? cudaSuccess : cudaErrorUnknown;
+        return ascan::scan(args, work, wb, st);
       },
       cdst, csrc, cbytes);
   CHECK(cudaMemcpy(got.data(), dx, bytes, cudaMemcpyDeviceToHost));
