@@ -1260,6 +1260,42 @@ TYPED_TEST(LayoutTest, NonFiniteStaysInItsSequence) {
   run_cases<TypeParam>(cases);
 }
 
+/// The edge cases of a path for many short time-contiguous sequences (`via`: the flat or the
+/// serial kernel forced), appended to `cases`: in place, gates at the edges of their range, and
+/// non-finite inputs at a sequence's first and last steps and inside it, in sequences that share
+/// a tile, a vector or a block with their neighbours (T = 5, 7 and 33); states `combo`.
+void many_sequence_edge_cases(std::vector<Case>& cases, bool backward, bool reverse, int combo,
+                              Via via) {
+  Case c = with_states(time_contiguous_case(backward, 1, 300, 33), combo);
+  if (backward) {
+    c.arrays[kGradGates] = c.arrays[kStates];
+    c.arrays[kGradTokens] = c.arrays[kGradOut];
+  } else {
+    c.arrays[kOut] = c.arrays[kTokens];
+  }
+  c.label = "in place";
+  c.reverse = reverse;
+  c.via = via;
+  cases.push_back(c);
+  c = with_states(time_contiguous_case(backward, 2, 150, 13), combo);
+  c.edge_gates = true;
+  c.reverse = reverse;
+  c.via = via;
+  cases.push_back(c);
+  for (int64_t t : {5, 7, 33}) {
+    c = with_states(time_contiguous_case(backward, 2, 40, t), combo);
+    const int b_in = backward ? int(kGradOut) : int(kTokens);  // the sequence's b: tokens, or g
+    c.pokes = {{b_in, 0, 3, 0, kNaN},
+               {kGates, 0, 9, t - 1, kInf},
+               {b_in, 1, 20, t / 2, -kInf},
+               {kGates, 1, 21, 0, kNaN},
+               {b_in, 1, 39, t - 1, kNaN}};
+    c.reverse = reverse;
+    c.via = via;
+    cases.push_back(c);
+  }
+}
+
 /// The flat kernel forced (Via::kFlat) on time-contiguous calls: lengths from 1 to past a tile
 /// (4096 elements in 16-bit, 2048 in float), sequence counts from 1 to a few thousand, so that
 /// ranges hold one sequence, part of a tile or several tiles; every combination of states; both
@@ -1290,39 +1326,10 @@ std::vector<Case> flat_cases(bool backward) {
       cases.push_back(c);
     }
   for (bool reverse : {false, true}) {
-    Case c = with_states(time_contiguous_case(backward, 1, 300, 33), states - 1);
-    if (backward) {
-      c.arrays[kGradGates] = c.arrays[kStates];
-      c.arrays[kGradTokens] = c.arrays[kGradOut];
-    } else {
-      c.arrays[kOut] = c.arrays[kTokens];
-    }
-    c.label = "in place";
-    c.reverse = reverse;
-    c.via = Via::kFlat;
-    cases.push_back(c);
-    c = with_states(time_contiguous_case(backward, 2, 150, 13), states - 1);
-    c.edge_gates = true;
-    c.reverse = reverse;
-    c.via = Via::kFlat;
-    cases.push_back(c);
+    many_sequence_edge_cases(cases, backward, reverse, states - 1, Via::kFlat);
     for (Gates g : {Gates::kZero, Gates::kOne, Gates::kNegative}) {
-      c = with_states(time_contiguous_case(backward, 1, 64, 100), states - 1);
+      Case c = with_states(time_contiguous_case(backward, 1, 64, 100), states - 1);
       c.gates = g;
-      c.reverse = reverse;
-      c.via = Via::kFlat;
-      cases.push_back(c);
-    }
-    // Non-finite inputs at a sequence's first and last steps and inside it, in sequences that
-    // share a tile and a vector with their neighbours (T = 5, 7 and 33).
-    for (int64_t t : {5, 7, 33}) {
-      c = with_states(time_contiguous_case(backward, 2, 40, t), states - 1);
-      const int b_in = backward ? int(kGradOut) : int(kTokens);  // the sequence's b: tokens, or g
-      c.pokes = {{b_in, 0, 3, 0, kNaN},
-                 {kGates, 0, 9, t - 1, kInf},
-                 {b_in, 1, 20, t / 2, -kInf},
-                 {kGates, 1, 21, 0, kNaN},
-                 {b_in, 1, 39, t - 1, kNaN}};
       c.reverse = reverse;
       c.via = Via::kFlat;
       cases.push_back(c);
@@ -1374,36 +1381,9 @@ std::vector<Case> serial_cases(bool backward, int bytes) {
       cases.push_back(c);
     }
   for (bool reverse : {false, true}) {
-    Case c = with_states(time_contiguous_case(backward, 1, 300, 33), states - 1);
-    if (backward) {
-      c.arrays[kGradGates] = c.arrays[kStates];
-      c.arrays[kGradTokens] = c.arrays[kGradOut];
-    } else {
-      c.arrays[kOut] = c.arrays[kTokens];
-    }
-    c.label = "in place";
-    c.reverse = reverse;
-    c.via = Via::kSerial;
-    cases.push_back(c);
-    c = with_states(time_contiguous_case(backward, 2, 150, 13), states - 1);
-    c.edge_gates = true;
-    c.reverse = reverse;
-    c.via = Via::kSerial;
-    cases.push_back(c);
-    for (int64_t t : {5, 7, 33}) {
-      c = with_states(time_contiguous_case(backward, 2, 40, t), states - 1);
-      const int b_in = backward ? int(kGradOut) : int(kTokens);  // the sequence's b: tokens, or g
-      c.pokes = {{b_in, 0, 3, 0, kNaN},
-                 {kGates, 0, 9, t - 1, kInf},
-                 {b_in, 1, 20, t / 2, -kInf},
-                 {kGates, 1, 21, 0, kNaN},
-                 {b_in, 1, 39, t - 1, kNaN}};
-      c.reverse = reverse;
-      c.via = Via::kSerial;
-      cases.push_back(c);
-    }
+    many_sequence_edge_cases(cases, backward, reverse, states - 1, Via::kSerial);
     for (Via via : {Via::kWorkspace, Via::kPlain, Via::kMallocAsync}) {
-      c = with_states(time_contiguous_case(backward, 1, 40000, 33), i++ % states);
+      Case c = with_states(time_contiguous_case(backward, 1, 40000, 33), i++ % states);
       c.reverse = reverse;
       c.via = via;
       cases.push_back(c);
