@@ -51,10 +51,9 @@ inline bool sweep_both_paths(const Extent& shape) {
 }
 
 /// The cells where the flat kernel is also timed, forced against one block per sequence
-/// (sweep/path/ rows): lengths the flat kernel may take (FlatPolicy::max_length).
-inline bool sweep_flat(const Extent& shape) {
-  return shape.length <= ascan::detail::FlatTuning<4, false>::kPolicy.max_length;
-}
+/// (sweep/path/ rows): lengths up to 2048, twice the longest the library gives it
+/// (FlatPolicy::max_length), so the sweep shows the crossover on both sides.
+inline bool sweep_flat(const Extent& shape) { return shape.length <= 2048; }
 
 /// The rows of one cell in T: sweep/copy/<case> (the copy alone) and sweep/scan/<case>
 /// (ascan::scan or ascan::scan_backward, paired with its own copy), as the grid's copy and scan

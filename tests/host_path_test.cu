@@ -479,13 +479,36 @@ TEST(HostPath, LookbackTileSizes) {
   EXPECT_EQ(tiny.bytes, TileGrid::of(3, 20000 + 3, kTiny).state_bytes<float>());
 }
 
+// The flat kernel's rule on 132 multiprocessors (33792 sequences up to max_length, 12672 at tiny
+// lengths) and on a smaller GPU, at the bounds of both lengths and both counts.
+template <int kBytes, bool kBackward>
+void expect_flat_rule() {
+  namespace d = ascan::detail;
+  constexpr d::FlatPolicy F = d::FlatTuning<kBytes, kBackward>::kPolicy;
+  SCOPED_TRACE(testing::Message() << kBytes << " bytes, backward " << kBackward);
+  EXPECT_EQ(F.max_length, 1024);
+  EXPECT_EQ(F.tiny_length, 4);
+  EXPECT_TRUE(d::flat_pays(65536, 1, 132, F));
+  EXPECT_TRUE(d::flat_pays(65536, 1024, 132, F));
+  EXPECT_FALSE(d::flat_pays(65536, 1025, 132, F));  // one block per sequence from here
+  EXPECT_FALSE(d::flat_pays(65536, 1500, 132, F));
+  EXPECT_TRUE(d::flat_pays(33792, 5, 132, F));  // 256 a multiprocessor
+  EXPECT_FALSE(d::flat_pays(33791, 5, 132, F));
+  EXPECT_FALSE(d::flat_pays(16384, 100, 132, F));
+  EXPECT_TRUE(d::flat_pays(12672, 4, 132, F));  // tiny lengths: 96 a multiprocessor
+  EXPECT_TRUE(d::flat_pays(16384, 1, 132, F));
+  EXPECT_FALSE(d::flat_pays(12671, 4, 132, F));
+  EXPECT_FALSE(d::flat_pays(4096, 1, 132, F));
+  EXPECT_TRUE(d::flat_pays(16384, 100, 32, F));  // a smaller GPU fills with fewer
+}
+
 TEST(HostPath, FlatRule) {
-  const ascan::detail::FlatPolicy F = ascan::detail::FlatTuning<4, false>::kPolicy;
-  EXPECT_TRUE(ascan::detail::flat_pays(65536, 1, 132, F));
-  EXPECT_TRUE(ascan::detail::flat_pays(65536, 1500, 132, F));
-  EXPECT_FALSE(ascan::detail::flat_pays(65536, 3000, 132, F));
-  EXPECT_FALSE(ascan::detail::flat_pays(16384, 100, 132, F));
-  EXPECT_TRUE(ascan::detail::flat_pays(16384, 100, 32, F));  // a smaller GPU fills with fewer
+  expect_flat_rule<2, false>();
+  expect_flat_rule<2, true>();
+  expect_flat_rule<4, false>();
+  expect_flat_rule<4, true>();
+  expect_flat_rule<8, false>();
+  expect_flat_rule<8, true>();
 }
 
 // The serial kernel: the lengths it takes (496 bytes a sequence), its shared memory within a

@@ -12,7 +12,8 @@
 // one-block path's (largest difference over the largest magnitude, every element).
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -I include bench/probes/serial_path.cu -o serial_path
-//   ./serial_path
+//   ./serial_path                       the cells of 16384-65536 sequences of 1-200 elements
+//   ./serial_path 65536:700,1500 16384:300  those cells (S:T[,T...]), f32 and bf16
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -161,13 +163,31 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
-  const bool quick = argc > 1;  // a few cells only
-  for (int64_t s : {16384, 32768, 65536})
-    for (int t : {1, 2, 4, 7, 16, 33, 64, 100, 128, 200}) {
-      if (quick && (s != 65536 || (t != 33 && t != 100))) continue;
-      if (t <= 124) run_cell<float>(s, t);
-      run_cell<__nv_bfloat16>(s, t);
+  if (argc > 1) {  // cells given: S:T[,T...] each, f32 and bf16
+    for (int i = 1; i < argc; ++i) {
+      const char* arg = argv[i];
+      const char* colon = std::strchr(arg, ':');
+      if (colon == nullptr) {
+        std::fprintf(stderr, "serial_path: a cell is S:T[,T...], not '%s'\n", arg);
+        return 2;
+      }
+      const int64_t s = std::atoll(arg);
+      for (const char* t = colon + 1; *t != '\0';) {
+        const int length = std::atoi(t);
+        run_cell<float>(s, length);
+        run_cell<__nv_bfloat16>(s, length);
+        t = std::strchr(t, ',');
+        if (t == nullptr) break;
+        ++t;
+      }
     }
+  } else {
+    for (int64_t s : {16384, 32768, 65536})
+      for (int t : {1, 2, 4, 7, 16, 33, 64, 100, 128, 200}) {
+        if (t <= 124) run_cell<float>(s, t);
+        run_cell<__nv_bfloat16>(s, t);
+      }
+  }
   gpu_teardown();
   return 0;
 }

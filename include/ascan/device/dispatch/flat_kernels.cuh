@@ -150,11 +150,13 @@ bool flat_layout(const Params& p, int64_t& state_stride) {
 /// Whether the library takes the flat kernel for a call of `sequences` sequences of `length`
 /// elements on `sms` multiprocessors (one block per sequence otherwise; the multi-block path is
 /// planned first): sequences no longer than F.max_length, at least F.min_sequences_per_sm of them
-/// per multiprocessor. There one block per sequence launches blocks that each hold only a few
-/// tiles' work, and their launch and ramp-up, not the memory, set the pace.
+/// per multiprocessor (F.tiny_min_sequences_per_sm where they are at most F.tiny_length long).
+/// There one block per sequence launches blocks that each hold only a few tiles' work, and their
+/// launch and ramp-up, not the memory, set the pace.
 inline bool flat_pays(int64_t sequences, int64_t length, int sms, const FlatPolicy& F) {
-  return length <= F.max_length &&
-         double(sequences) >= F.min_sequences_per_sm * double(sms > 0 ? sms : 1);
+  const double per_sm =
+      length <= F.tiny_length ? F.tiny_min_sequences_per_sm : F.min_sequences_per_sm;
+  return length <= F.max_length && double(sequences) >= per_sm * double(sms > 0 ? sms : 1);
 }
 
 /// Sequences per block. Blocks of equal work retire in waves of F.blocks_per_sm per

@@ -444,9 +444,12 @@ struct FlatPolicy {
   int max_tiles_per_block;
   int blocks_per_sm;
   /// The library takes the flat kernel for sequences of at most `max_length` elements, at least
-  /// `min_sequences_per_sm` of them per multiprocessor (flat_pays).
+  /// `min_sequences_per_sm` of them per multiprocessor, and for sequences of at most `tiny_length`
+  /// elements from `tiny_min_sequences_per_sm` of them (flat_pays).
   int64_t max_length;
   double min_sequences_per_sm;
+  int64_t tiny_length;
+  double tiny_min_sequences_per_sm;
   /// Packed calls with a workspace (flat_packed.cuh): a window is one tile of `window_items`
   /// elements a thread (whole vectors; on the scalar path as many single elements as it has
   /// vectors), staged in shared memory from its loads to its stores, with `window_min_blocks`
@@ -470,13 +473,21 @@ struct SerialRule {
 
 /// The flat kernel's policies: 128 threads x one 16-byte vector, up to 8 tiles a block, 8 blocks
 /// per multiprocessor (the best or near it of six shapes probed on 13 cells of the sweep,
-/// results/flat_variants_d506904.txt). Taken for sequences of at most 2048 elements, at least
-/// 256 of them per multiprocessor. Forced against one block per sequence over the sweep
-/// (results/sweep_flat_d506904_run*.json.gz), at 65536 sequences of up to 1500 elements it was
-/// faster on 26 of 28 cells, f32 and bf16, forward and backward (T = 1500: by 2-16%), level on
-/// one and 8% slower on one (f32 forward, T = 100), and slower on all four at 3000 (by 2-19%); at
-/// 16384 sequences it won and lost by up to 30% about equally, and the sweep has no count in
-/// between. Below that, calls are too small to tell the two apart.
+/// results/flat_variants_d506904.txt). Taken for sequences of at most 1024 elements, at least 256
+/// of them per multiprocessor, and of at most 4 elements from 96 per multiprocessor.
+/// - The longest length: forced against one block per sequence in the S x T sweep's cells of 65536
+///   sequences (sweep/path/ rows, bench/RESULTS.md "The flat rule's bounds"), one block per
+///   sequence was faster at T = 1500 in all four (dtype, pass) cells on both GPUs, by 4-10% on the
+///   H200 (results/sweep_69de2b3_run*) and 2-6% on an H100 (sweep_serial_12da11d_h100_run*); the
+///   flat kernel at T = 300 and 700 by 8-25% on the H200 (on the H100 bf16 by 8-14%, f32 within
+///   4% either way). The sweep has no length in between; the bound is the one-block tables' row
+///   of 1024-element tiles. When the rule was first set (results/sweep_flat_d506904_run*) the flat
+///   kernel still won at 1500; the one-block kernels have since gained (the edge mask).
+/// - Tiny lengths: at T = 1, 2 and 4 with 16384 and 32768 sequences (124 and 248 per
+///   multiprocessor) the flat kernel forced beat one block per sequence in all 24 cells on an H100
+///   (results/serial_path_dcb6a4b_h100.txt; 0.67-0.93 of the copy against 0.47-0.83), and at
+///   (16384, 1) in all four of the sweep's cells on both GPUs (by 5-17%); below, the calls are
+///   launch-bound and the two within each other's spread.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
   /// Packed windows: 16 KiB of each stream forward (4096 f32 elements; two streams staged), 10 KiB
@@ -505,7 +516,7 @@ struct FlatTuning {
   static constexpr int kWindowItems = kWindowBytes / (128 * kBytes);
   static constexpr int kWindowMinBlocks = kBytes == 4 && !kBackward ? 4 : 6;
   static constexpr FlatPolicy kPolicy{
-      128, 16 / kBytes, 8, 8, 8, 2048, 256.0, kWindowItems, kWindowMinBlocks};
+      128, 16 / kBytes, 8, 8, 8, 1024, 256.0, 4, 96.0, kWindowItems, kWindowMinBlocks};
   /// The serial kernel's rule: sequences of 5 elements to 256 bytes (64 f32 elements, 128 16-bit,
   /// 32 double) read in at most 2 bank passes, at least 256 of them per multiprocessor forward and
   /// 96 backward. Measured on an H100 (bench/RESULTS.md "The serial kernel";
