@@ -480,14 +480,19 @@ struct SerialRule {
 ///   sequence was faster at T = 1500 in all four (dtype, pass) cells on both GPUs, by 4-10% on the
 ///   H200 (results/sweep_69de2b3_run*) and 2-6% on an H100 (sweep_serial_12da11d_h100_run*); the
 ///   flat kernel at T = 300 and 700 by 8-25% on the H200 (on the H100 bf16 by 8-14%, f32 within
-///   4% either way). The sweep has no length in between; the bound is the one-block tables' row
-///   of 1024-element tiles. When the rule was first set (results/sweep_flat_d506904_run*) the flat
-///   kernel still won at 1500; the one-block kernels have since gained (the edge mask).
+///   4% either way). In between, on an H100 (results/flat_crossover_eb5f24c_h100.txt), one block
+///   per sequence was ahead from 900 in f32 and from 1024 in bf16 but at odd lengths (1025: the
+///   flat kernel by 11-19%, 16-bit sequences off the 4-byte grid); the bound is the one-block
+///   tables' row of 1024-element tiles, as the H200 was not measured there. When the rule was
+///   first set (results/sweep_flat_d506904_run*) the flat kernel still won at 1500; the one-block
+///   kernels have since gained (the edge mask). Through the library on an H100, the sweep's eight
+///   cells this moved gained 0.02-0.10 (results/sweep_flat_rule_eb5f24c_h100_run*).
 /// - Tiny lengths: at T = 1, 2 and 4 with 16384 and 32768 sequences (124 and 248 per
 ///   multiprocessor) the flat kernel forced beat one block per sequence in all 24 cells on an H100
-///   (results/serial_path_dcb6a4b_h100.txt; 0.67-0.93 of the copy against 0.47-0.83), and at
-///   (16384, 1) in all four of the sweep's cells on both GPUs (by 5-17%); below, the calls are
-///   launch-bound and the two within each other's spread.
+///   (results/serial_path_dcb6a4b_h100.txt; 0.67-0.93 of the copy against 0.47-0.83), at 12288
+///   (93 per multiprocessor) in six of eight (flat_crossover_eb5f24c_h100.txt), and at (16384, 1)
+///   in all four of the sweep's cells on both GPUs (by 5-17%); below, the calls are launch-bound
+///   and the two within each other's spread.
 template <int kBytes, bool kBackward>
 struct FlatTuning {
   /// Packed windows: 16 KiB of each stream forward (4096 f32 elements; two streams staged), 10 KiB
