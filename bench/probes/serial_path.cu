@@ -1,8 +1,9 @@
 // bench/probes/serial_path.cu: the serial kernel (dispatch/serial_kernels.cuh, Path::kSerial)
 // forced against the flat kernel forced (Path::kFlat), one block per sequence forced
-// (Path::kOneBlock) and the library's choice (Path::kAuto, which takes the serial kernel where
-// FlatTuning::kSerial says), on dense time-contiguous calls of many short sequences, forward and
-// backward, f32 and bf16, no states. The measurement behind the serial rule.
+// (Path::kOneBlock), many blocks per sequence forced (Path::kMultiBlock) and the library's choice
+// (Path::kAuto), on dense time-contiguous calls, forward and backward, f32 and bf16, no states;
+// a path that does not take a call prints "-". The measurement behind the serial rule, the flat
+// rule's bounds and the cells between the sweep's.
 //
 // Each call is timed by ascan_bench's own time_median (bench/bench_harness.cuh): 3 warm-ups, 51
 // samples each after a 256 MiB memset that flushes the L2, each paired with a same-traffic
@@ -31,8 +32,10 @@
 #include "probe_util.cuh"  // CHECK, time_paired (bench_harness.cuh's timing), the checks
 
 namespace d = ascan::detail;
-constexpr d::Path kPaths[] = {d::Path::kAuto, d::Path::kSerial, d::Path::kFlat, d::Path::kOneBlock};
-constexpr const char* kPathNames[] = {"auto", "serial", "flat", "one-block"};
+constexpr d::Path kPaths[] = {d::Path::kAuto, d::Path::kSerial, d::Path::kFlat, d::Path::kOneBlock,
+                              d::Path::kMultiBlock};
+constexpr const char* kPathNames[] = {"auto", "serial", "flat", "one-block", "multi-block"};
+constexpr int kPathCount = 5;
 
 template <class T>
 void run_cell(int64_t s_count, int length) {
@@ -95,11 +98,11 @@ void run_cell(int64_t s_count, int length) {
   for (int pass = 0; pass < 2; ++pass) {
     std::printf("%-4s %6lld %4d %s | copy", name, static_cast<long long>(s_count), length,
                 pass == 0 ? "fwd" : "bwd");
-    Timing t[4];
-    bool ran[4] = {};
-    double err[4] = {};
+    Timing t[kPathCount];
+    bool ran[kPathCount] = {};
+    double err[kPathCount] = {};
     // one-block first in the backward: its gradients are the others' reference
-    for (int k : {3, 0, 1, 2}) {
+    for (int k : {3, 0, 1, 2, 4}) {
       const d::Path path = kPaths[k];
       size_t w = 0;
       const ascan::Status q =
@@ -134,7 +137,7 @@ void run_cell(int64_t s_count, int length) {
       }
     }
     std::printf(" %7.2f", t[3].copy_us);
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kPathCount; ++k) {
       if (ran[k])
         std::printf(" | %s %7.2f %5.3f (%.2g)", kPathNames[k], t[k].op_us,
                     t[k].copy_us / t[k].op_us, err[k]);
