@@ -479,6 +479,33 @@ TEST(HostPath, LookbackTileSizes) {
   EXPECT_EQ(tiny.bytes, TileGrid::of(3, 20000 + 3, kTiny).state_bytes<float>());
 }
 
+// The look-back's threshold on 132 multiprocessors: sequences longer than a main tile take many
+// blocks each below max_sequences_per_sm per multiprocessor (f32 1.5: 198 sequences; 16-bit
+// forward 1: 132, backward 6: 792), one block each from there.
+TEST(HostPath, LookbackThreshold) {
+  using namespace ascan::detail;
+  const int sms = 132;
+  const auto multi = [&](auto lookback, int64_t sequences, int64_t length) {
+    using Lookback = decltype(lookback);
+    constexpr int kVec = Lookback::V;  // elements per 16-byte vector; f32 and 16-bit in float
+    Plan p;
+    const ascan::Status st = plan_on<float, kVec, Lookback>(sequences, length, Path::kAuto, sms, p);
+    EXPECT_TRUE(st.ok()) << st.message;
+    return p.multi_block;
+  };
+  EXPECT_TRUE(multi(LookbackTuning<4, false>{}, 197, 40000));
+  EXPECT_FALSE(multi(LookbackTuning<4, false>{}, 198, 40000));
+  EXPECT_FALSE(multi(LookbackTuning<4, false>{}, 256, 12000));  // the sweep's (256, 12000)
+  EXPECT_FALSE(multi(LookbackTuning<4, false>{}, 256, 100000));
+  EXPECT_TRUE(multi(LookbackTuning<4, false>{}, 64, 12000));
+  EXPECT_TRUE(multi(LookbackTuning<4, true>{}, 197, 40000));
+  EXPECT_FALSE(multi(LookbackTuning<4, true>{}, 198, 40000));
+  EXPECT_TRUE(multi(LookbackTuning<2, false>{}, 131, 40000));
+  EXPECT_FALSE(multi(LookbackTuning<2, false>{}, 132, 40000));
+  EXPECT_TRUE(multi(LookbackTuning<2, true>{}, 791, 40000));
+  EXPECT_FALSE(multi(LookbackTuning<2, true>{}, 792, 40000));
+}
+
 // The flat kernel's rule on 132 multiprocessors (33792 sequences up to max_length, 12672 at tiny
 // lengths) and on a smaller GPU, at the bounds of both lengths and both counts.
 template <int kBytes, bool kBackward>

@@ -317,7 +317,15 @@ struct LookbackFallbackTuning {
 ///
 /// Thresholds (max_sequences_per_sm: multi-block below this many sequences per multiprocessor),
 /// where the two paths, each forced, cross on S sequences of 2^16 elements (132 multiprocessors):
-///   - f32 forward 2: the paths cross between S = 264 and S = 396;
+///   - f32 forward 1.5: one block per sequence was the faster at S = 200 and 256 on an H100
+///     (results/lookback_paths_8ee3842_h100.txt, each forced; of the copy at 12000, 40000 and
+///     65536 elements, S = 256: 0.900 / 0.908 / 0.928 against 0.811 / 0.854 / 0.906; S = 200 at
+///     12000 and 40000: 1.037 / 0.932 against 0.949 / 0.901), and in the sweep's (256, 12000)
+///     and (256, 40000) on both GPUs (H200, results/sweep_69de2b3_run*: 0.831 / 0.868 against
+///     0.758 / 0.759; H100: 0.913 / 0.897 against 0.813 / 0.840); many blocks from 100000
+///     elements (S = 256: 0.920 against 0.901 on the H100, 0.895 against 0.869 on the H200). It
+///     had been 2 (the paths crossed between S = 264 and 396 at 2^16 elements, measured before
+///     the one-block rows' tile walk and edge mask);
 ///   - 16-bit forward 1: one block per sequence is faster from S = 132 on (the staged 16-bit tile
 ///     is large for 2^16-element sequences);
 ///   - f32 backward 1.5: the paths cross at about S = 264 (107 | 109 µs, one block per sequence
@@ -348,10 +356,10 @@ struct LookbackTuning {
   /// policies are not paced (not measured).
   static constexpr double kPace = kBytes == 8 ? 0.0 : 0.8;
   static constexpr LookbackPolicy kForward =
-      kBytes == 8 ? LookbackPolicy{64, (25 + 8) * V, 4, 2.0, LookbackHold::kStaged, 8 * V}
+      kBytes == 8 ? LookbackPolicy{64, (25 + 8) * V, 4, 1.5, LookbackHold::kStaged, 8 * V}
       : kBytes == 2
           ? LookbackPolicy{64, (13 + 6) * V, 8, 1.0, LookbackHold::kStaged, 6 * V, 2, kPace}
-          : LookbackPolicy{64, (17 + 8) * V, 6, 2.0, LookbackHold::kStaged, 8 * V, 0, kPace};
+          : LookbackPolicy{64, (17 + 8) * V, 6, 1.5, LookbackHold::kStaged, 8 * V, 0, kPace};
   /// Backward: staged tiles of 64 threads x 9 vectors at 8 blocks per multiprocessor, f32 and
   /// 16-bit, none held in registers (held vectors measured slower on most long rows). The staged
   /// reads test elements against the sequence only where a warp's stretch leaves it
