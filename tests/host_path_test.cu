@@ -570,6 +570,16 @@ TEST(HostPath, SerialRule) {
   EXPECT_FALSE(d::serial_pays(65536, 4, 4, 132, R));   // shorter than min_length
   EXPECT_FALSE(d::serial_pays(65536, 64, 4, 132, R));  // 32 bank passes a read
   EXPECT_FALSE(d::serial_pays(65536, 16, 2, 132, R));  // 8
+  // The library's rules: 16-bit backward from one element, the rest from five.
+  for (const int64_t t : {1, 2, 3, 4}) {
+    EXPECT_TRUE(d::serial_pays(16384, t, 2, 132, d::FlatTuning<2, true>::kSerial)) << t;
+    EXPECT_FALSE(d::serial_pays(12288, t, 2, 132, d::FlatTuning<2, true>::kSerial)) << t;
+    EXPECT_FALSE(d::serial_pays(65536, t, 2, 132, d::FlatTuning<2, false>::kSerial)) << t;
+    EXPECT_FALSE(d::serial_pays(65536, t, 4, 132, d::FlatTuning<4, true>::kSerial)) << t;
+    EXPECT_FALSE(d::serial_pays(65536, t, 4, 132, d::FlatTuning<4, false>::kSerial)) << t;
+  }
+  EXPECT_TRUE(d::serial_pays(65536, 5, 4, 132, d::FlatTuning<4, true>::kSerial));
+  EXPECT_TRUE(d::serial_pays(65536, 5, 2, 132, d::FlatTuning<2, false>::kSerial));
   // The walk's bank passes (serial_bank_passes), against a model of the banks: every lane's
   // 4-byte words at two consecutive steps, the most distinct words that share a bank (8-byte reads
   // in two halves of 16 lanes).

@@ -114,6 +114,23 @@ __device__ __forceinline__ void store_serial(T* dst, const T* staged, int n, int
   for (int e = head + chunks * kVec + rank; e < n; e += kThreads) dst[e] = staged[e];
 }
 
+/// The sequences a serial block takes: kSerialThreads of them from `first` (`count`, fewer in the
+/// grid's last block), `n` elements from `base` in every array, thread `rank`'s at `first + rank`.
+struct SerialBlock {
+  int64_t first;
+  int count;
+  int n;
+  int64_t base;
+  int rank;
+  __device__ __forceinline__ SerialBlock(int64_t sequences, int length)
+      : first(int64_t(blockIdx.x) * kSerialThreads),
+        count(sequences - first < kSerialThreads ? static_cast<int>(sequences - first)
+                                                 : kSerialThreads),
+        n(count * length),
+        base(first * length),
+        rank(static_cast<int>(threadIdx.x)) {}
+};
+
 /// Forward (or reverse) scan of kSerialThreads whole sequences a block, one a thread (see the
 /// file's comment); the states of sequence s at s * p.state_channel_stride.
 template <class T, bool kReverse>
@@ -125,16 +142,13 @@ __global__ void __launch_bounds__(kSerialThreads)
   T* const slots_a = reinterpret_cast<T*>(serial_slots);
   T* const slots_b = slots_a + stream_elements;
   const int length = static_cast<int>(p.length);  // the rule bounds it (serial_fits)
-  const int rank = static_cast<int>(threadIdx.x);
-  const int64_t first = int64_t(blockIdx.x) * kThreads;
-  const int count =
-      p.sequences - first < kThreads ? static_cast<int>(p.sequences - first) : kThreads;
-  const int n = count * length;
-  const int64_t base = first * p.length;
+  const SerialBlock blk(p.sequences, length);
+  const int rank = blk.rank, count = blk.count, n = blk.n;
+  const int64_t base = blk.base;
   stage_serial<T, kThreads>(slots_a, p.gates + base, n, rank);
   stage_serial<T, kThreads>(slots_b, p.tokens + base, n, rank);
   __pipeline_commit();
-  const int64_t s = first + rank;
+  const int64_t s = blk.first + rank;
   C x = C(0);
   if (rank < count && p.initial_state != nullptr)
     x = to_compute<C>(p.initial_state[s * p.state_channel_stride]);
@@ -172,17 +186,14 @@ __global__ void __launch_bounds__(kSerialThreads)
   T* const slots_x = slots_a + stream_elements;
   T* const slots_g = slots_x + stream_elements;
   const int length = static_cast<int>(p.length);  // the rule bounds it (serial_fits)
-  const int rank = static_cast<int>(threadIdx.x);
-  const int64_t first = int64_t(blockIdx.x) * kThreads;
-  const int count =
-      p.sequences - first < kThreads ? static_cast<int>(p.sequences - first) : kThreads;
-  const int n = count * length;
-  const int64_t base = first * p.length;
+  const SerialBlock blk(p.sequences, length);
+  const int rank = blk.rank, count = blk.count, n = blk.n;
+  const int64_t base = blk.base;
   stage_serial<T, kThreads>(slots_a, p.gates + base, n, rank);
   stage_serial<T, kThreads>(slots_x, p.states + base, n, rank);
   stage_serial<T, kThreads>(slots_g, p.grad_out + base, n, rank);
   __pipeline_commit();
-  const int64_t s = first + rank;
+  const int64_t s = blk.first + rank;
   C h0 = C(0), d = C(0);
   if (rank < count) {
     if (p.initial_state != nullptr) h0 = to_compute<C>(p.initial_state[s * p.state_channel_stride]);

@@ -542,7 +542,12 @@ struct FlatTuning {
   /// 0.84-0.88 against 0.82; bf16 T = 7 0.79 against 0.69-0.70); the flat kernel was faster at
   /// T = 1 to 4, one block per sequence at T = 100 f32 (400 bytes), and forward at 16384 the
   /// three were within a few hundredths either way.
-  static constexpr SerialRule kSerial{5, 256, 2, kBackward ? 96.0 : 256.0};
+  /// 16-bit backward takes it from one element: at T = 1, 2 and 4 with 8192-32768 sequences it
+  /// was ahead of both in all nine bf16 cells on an H100 (results/flat_crossover_eb5f24c_h100.txt;
+  /// 0.77-0.82 of the copy against the flat kernel's 0.66-0.73 and one block's 0.48-0.71), where
+  /// in the other dtypes and passes the flat kernel was ahead or level; f16 follows, unmeasured.
+  static constexpr SerialRule kSerial{kBytes == 2 && kBackward ? 1 : 5, 256, 2,
+                                      kBackward ? 96.0 : 256.0};
 };
 
 /// Index of the row of `Table` whose max_span covers sequences of `span` elements.
