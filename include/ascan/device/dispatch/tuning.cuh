@@ -543,9 +543,10 @@ struct FlatTuning {
   /// T = 1 to 4, one block per sequence at T = 100 f32 (400 bytes), and forward at 16384 the
   /// three were within a few hundredths either way.
   /// 16-bit backward takes it from one element: at T = 1, 2 and 4 with 8192-32768 sequences it
-  /// was ahead of both in all nine bf16 cells on an H100 (results/flat_crossover_eb5f24c_h100.txt;
-  /// 0.77-0.82 of the copy against the flat kernel's 0.66-0.73 and one block's 0.48-0.71), where
-  /// in the other dtypes and passes the flat kernel was ahead or level; f16 follows, unmeasured.
+  /// was ahead of both in all eight bf16 cells on an H100 (results/flat_crossover_eb5f24c_h100.txt;
+  /// 0.77-0.82 of the copy against the flat kernel's 0.66-0.73 and one block's 0.48-0.71, 0.6-1.2
+  /// µs a call), where in the other dtypes and passes the two took turns within 0.1 (f32 at T = 1
+  /// and 2 the flat kernel ahead, at T = 4 mostly the serial one); f16 follows, unmeasured.
   static constexpr SerialRule kSerial{kBytes == 2 && kBackward ? 1 : 5, 256, 2,
                                       kBackward ? 96.0 : 256.0};
 };
