@@ -507,7 +507,8 @@ TEST(HostPath, LookbackThreshold) {
 }
 
 // The flat kernel's rule on 132 multiprocessors (33792 sequences up to max_length, 12672 at tiny
-// lengths) and on a smaller GPU, at the bounds of both lengths and both counts.
+// lengths, 4092 in f32 backward's band) and on a smaller GPU, at the bounds of the lengths and
+// counts.
 template <int kBytes, bool kBackward>
 void expect_flat_rule() {
   namespace d = ascan::detail;
@@ -527,6 +528,16 @@ void expect_flat_rule() {
   EXPECT_FALSE(d::flat_pays(12671, 4, 132, F));
   EXPECT_FALSE(d::flat_pays(4096, 1, 132, F));
   EXPECT_TRUE(d::flat_pays(16384, 100, 32, F));  // a smaller GPU fills with fewer
+  // The band: f32 backward from 31 a multiprocessor (4092 sequences on 132) at 257-768 elements.
+  const bool band = kBytes == 4 && kBackward;
+  EXPECT_EQ(d::flat_pays(4092, 257, 132, F), band);
+  EXPECT_EQ(d::flat_pays(4096, 300, 132, F), band);
+  EXPECT_EQ(d::flat_pays(16384, 768, 132, F), band);
+  EXPECT_FALSE(d::flat_pays(4091, 300, 132, F));
+  EXPECT_FALSE(d::flat_pays(16384, 256, 132, F));
+  EXPECT_FALSE(d::flat_pays(16384, 769, 132, F));
+  EXPECT_TRUE(d::flat_pays(33792, 256, 132, F));  // the main rule either side of the band
+  EXPECT_TRUE(d::flat_pays(33792, 769, 132, F));
 }
 
 TEST(HostPath, FlatRule) {

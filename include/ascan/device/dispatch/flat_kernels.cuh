@@ -150,12 +150,15 @@ bool flat_layout(const Params& p, int64_t& state_stride) {
 /// Whether the library takes the flat kernel for a call of `sequences` sequences of `length`
 /// elements on `sms` multiprocessors (one block per sequence otherwise; the multi-block path is
 /// planned first): sequences no longer than F.max_length, at least F.min_sequences_per_sm of them
-/// per multiprocessor (F.tiny_min_sequences_per_sm where they are at most F.tiny_length long).
-/// There one block per sequence launches blocks that each hold only a few tiles' work, and their
-/// launch and ramp-up, not the memory, set the pace.
+/// per multiprocessor (F.tiny_min_sequences_per_sm where they are at most F.tiny_length long,
+/// F.band_min_sequences_per_sm where their length lies in the band). There one block per sequence
+/// launches blocks that each hold only a few tiles' work, and their launch and ramp-up, not the
+/// memory, set the pace.
 inline bool flat_pays(int64_t sequences, int64_t length, int sms, const FlatPolicy& F) {
-  const double per_sm =
-      length <= F.tiny_length ? F.tiny_min_sequences_per_sm : F.min_sequences_per_sm;
+  const double per_sm = length <= F.tiny_length ? F.tiny_min_sequences_per_sm
+                        : length >= F.band_min_length && length <= F.band_max_length
+                            ? F.band_min_sequences_per_sm
+                            : F.min_sequences_per_sm;
   return length <= F.max_length && double(sequences) >= per_sm * double(sms > 0 ? sms : 1);
 }
 

@@ -452,12 +452,17 @@ struct FlatPolicy {
   int max_tiles_per_block;
   int blocks_per_sm;
   /// The library takes the flat kernel for sequences of at most `max_length` elements, at least
-  /// `min_sequences_per_sm` of them per multiprocessor, and for sequences of at most `tiny_length`
-  /// elements from `tiny_min_sequences_per_sm` of them (flat_pays).
+  /// `min_sequences_per_sm` of them per multiprocessor; for sequences of at most `tiny_length`
+  /// elements from `tiny_min_sequences_per_sm` of them, and for those of `band_min_length` to
+  /// `band_max_length` elements from `band_min_sequences_per_sm` (flat_pays; an empty band where
+  /// band_min_length > band_max_length).
   int64_t max_length;
   double min_sequences_per_sm;
   int64_t tiny_length;
   double tiny_min_sequences_per_sm;
+  int64_t band_min_length;
+  int64_t band_max_length;
+  double band_min_sequences_per_sm;
   /// Packed calls with a workspace (flat_packed.cuh): a window is one tile of `window_items`
   /// elements a thread (whole vectors; on the scalar path as many single elements as it has
   /// vectors), staged in shared memory from its loads to its stores, with `window_min_blocks`
@@ -528,8 +533,20 @@ struct FlatTuning {
   static constexpr int kWindowBytes = kBackward ? (kBytes == 2 ? 12288 : 10240) : 16384;
   static constexpr int kWindowItems = kWindowBytes / (128 * kBytes);
   static constexpr int kWindowMinBlocks = kBytes == 4 && !kBackward ? 4 : 6;
+  /// The band: f32 backward takes the flat kernel for 257-768 elements from 31 sequences a
+  /// multiprocessor (4096 on 132). Forced on the H200 (results/sweep_1c8b4b3_run*, sweep/path/
+  /// rows; results/flat_offgrid_8ee3842.txt), the flat kernel was ahead of one block per sequence
+  /// at T = 300, 500 and 700 with 4096-24576 sequences in every cell, by 2-14% (16384 x 300: 0.897
+  /// against 0.788; 4096 x 700: 0.872 against 0.799; 12672 x 300: 0.957 against 0.896), level at
+  /// T = 100 and with 1024 sequences, and behind at 900 (0.888 against 0.945); on an H100 ahead or
+  /// level in the same sweep cells (results/sweep_adf77ad_h100_run*). 768 lies between the
+  /// measured 700 and 900, where one block's 1024-element tile is three quarters filled.
+  /// 16-bit types and f32 forward took turns there (bf16 ahead at 300 and 700, behind at 500 and
+  /// at 4096 sequences), and keep the rule above.
+  static constexpr bool kBand = kBytes == 4 && kBackward;
   static constexpr FlatPolicy kPolicy{
-      128, 16 / kBytes, 8, 8, 8, 1024, 256.0, 4, 96.0, kWindowItems, kWindowMinBlocks};
+      128, 16 / kBytes, 8, 8, 8, 1024, 256.0, 4, 96.0, kBand ? 257 : 1, kBand ? 768 : 0, 31.0,
+      kWindowItems, kWindowMinBlocks};
   /// The serial kernel's rule: sequences of 5 elements to 256 bytes (64 f32 elements, 128 16-bit,
   /// 32 double) read in at most 2 bank passes, at least 256 of them per multiprocessor forward and
   /// 96 backward. Measured on an H100 (bench/RESULTS.md "The serial kernel";
