@@ -67,7 +67,7 @@ void plan_accepted(const Args& args,
   if (flat) {
     constexpr detail::FlatPolicy F = detail::FlatTuning<sizeof(T), kBackward>::kPolicy;
     for (const int sms : {1, 132, 1 << 20}) {
-      (void)detail::flat_pays(sequences, length, sms, F);
+      (void)detail::flat_pays(sequences, length, sms, F, span);
       const int64_t per_block = detail::flat_sequences_per_block(sequences, length, F, sms);
       EXPECT_GE(per_block, 1);
       EXPECT_LE(per_block * length, int64_t{2147483647});
@@ -513,31 +513,38 @@ template <int kBytes, bool kBackward>
 void expect_flat_rule() {
   namespace d = ascan::detail;
   constexpr d::FlatPolicy F = d::FlatTuning<kBytes, kBackward>::kPolicy;
+  using Table = std::conditional_t<kBackward, d::BackwardTuning<kBytes>, d::ScanTuning<kBytes>>;
+  const auto pays = [&](int64_t sequences, int64_t length, int sms) {  // as the dispatch asks
+    const d::ScanPolicy& row = Table::kPolicies[d::select_policy<kBytes, Table>(length)];
+    return d::flat_pays(sequences, length, sms, F, d::covered_span(row, length));
+  };
   SCOPED_TRACE(testing::Message() << kBytes << " bytes, backward " << kBackward);
   EXPECT_EQ(F.max_length, 1024);
   EXPECT_EQ(F.tiny_length, 4);
-  EXPECT_TRUE(d::flat_pays(65536, 1, 132, F));
-  EXPECT_TRUE(d::flat_pays(65536, 1024, 132, F));
-  EXPECT_FALSE(d::flat_pays(65536, 1025, 132, F));  // one block per sequence from here
-  EXPECT_FALSE(d::flat_pays(65536, 1500, 132, F));
-  EXPECT_TRUE(d::flat_pays(33792, 5, 132, F));  // 256 a multiprocessor
-  EXPECT_FALSE(d::flat_pays(33791, 5, 132, F));
-  EXPECT_FALSE(d::flat_pays(16384, 100, 132, F));
-  EXPECT_TRUE(d::flat_pays(12672, 4, 132, F));  // tiny lengths: 96 a multiprocessor
-  EXPECT_TRUE(d::flat_pays(16384, 1, 132, F));
-  EXPECT_FALSE(d::flat_pays(12671, 4, 132, F));
-  EXPECT_FALSE(d::flat_pays(4096, 1, 132, F));
-  EXPECT_TRUE(d::flat_pays(16384, 100, 32, F));  // a smaller GPU fills with fewer
-  // The band: f32 backward from 31 a multiprocessor (4092 sequences on 132) at 257-768 elements.
+  EXPECT_TRUE(pays(65536, 1, 132));
+  EXPECT_TRUE(pays(65536, 1024, 132));
+  EXPECT_FALSE(pays(65536, 1025, 132));  // one block per sequence from here
+  EXPECT_FALSE(pays(65536, 1500, 132));
+  EXPECT_TRUE(pays(33792, 5, 132));  // 256 a multiprocessor
+  EXPECT_FALSE(pays(33791, 5, 132));
+  EXPECT_FALSE(pays(16384, 100, 132));
+  EXPECT_TRUE(pays(12672, 4, 132));  // tiny lengths: 96 a multiprocessor
+  EXPECT_TRUE(pays(16384, 1, 132));
+  EXPECT_FALSE(pays(12671, 4, 132));
+  EXPECT_FALSE(pays(4096, 1, 132));
+  EXPECT_TRUE(pays(16384, 100, 32));  // a smaller GPU fills with fewer
+  // The band: f32 backward from 31 a multiprocessor (4092 sequences on 132) at 257-1024
+  // elements that fill less than three quarters of one block's tiles (257-383, 513-767).
   const bool band = kBytes == 4 && kBackward;
-  EXPECT_EQ(d::flat_pays(4092, 257, 132, F), band);
-  EXPECT_EQ(d::flat_pays(4096, 300, 132, F), band);
-  EXPECT_EQ(d::flat_pays(16384, 768, 132, F), band);
-  EXPECT_FALSE(d::flat_pays(4091, 300, 132, F));
-  EXPECT_FALSE(d::flat_pays(16384, 256, 132, F));
-  EXPECT_FALSE(d::flat_pays(16384, 769, 132, F));
-  EXPECT_TRUE(d::flat_pays(33792, 256, 132, F));  // the main rule either side of the band
-  EXPECT_TRUE(d::flat_pays(33792, 769, 132, F));
+  for (const int64_t t : {257, 300, 383, 513, 600, 767}) {
+    EXPECT_EQ(pays(4092, t, 132), band) << t;
+    EXPECT_EQ(pays(16384, t, 132), band) << t;
+    EXPECT_FALSE(pays(4091, t, 132)) << t;
+  }
+  for (const int64_t t : {200, 256, 384, 400, 500, 512, 768, 900, 1024})
+    EXPECT_FALSE(pays(16384, t, 132)) << t;  // filled, or outside the band
+  EXPECT_TRUE(pays(33792, 256, 132));  // the main rule in and out of the band
+  EXPECT_TRUE(pays(33792, 512, 132));
 }
 
 TEST(HostPath, FlatRule) {

@@ -513,11 +513,14 @@ Status run(const typename Problem<T, false, false>::Params& p, bool reverse, boo
       path == Path::kSerial ||
       (path == Path::kAuto && sms > 0 && serial_fits(p.sequences, p.length, int(sizeof(T))) &&
        serial_pays(p.sequences, p.length, int(sizeof(T)), sms, Flat::kSerial));
-  const bool flat = !serial && (path == Path::kFlat ||
-                                (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy)));
-  // The one-block row (select_row); the multiprocessor count asked only where the rule's
-  // candidate differs from the table's row.
+  // The one-block row (select_policy; select_row below), whose tiles the flat rule's band weighs.
   int row = select_policy<sizeof(T), Table>(p.span_bound);
+  const bool flat =
+      !serial && (path == Path::kFlat ||
+                  (sms > 0 && flat_pays(p.sequences, p.length, sms, Flat::kPolicy,
+                                        covered_span(Table::kPolicies[row], p.span_bound))));
+  // select_row's row; the multiprocessor count asked only where the rule's candidate differs from
+  // the table's row.
   if (!plan.multi_block && !flat && !serial && select_row<sizeof(T), Table>(p.span_bound) != row) {
     if (sms == 0) {
       if (Status st = current_multiprocessors(sms); !st.ok()) return st;

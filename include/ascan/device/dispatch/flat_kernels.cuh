@@ -151,14 +151,17 @@ bool flat_layout(const Params& p, int64_t& state_stride) {
 /// elements on `sms` multiprocessors (one block per sequence otherwise; the multi-block path is
 /// planned first): sequences no longer than F.max_length, at least F.min_sequences_per_sm of them
 /// per multiprocessor (F.tiny_min_sequences_per_sm where they are at most F.tiny_length long,
-/// F.band_min_sequences_per_sm where their length lies in the band). There one block per sequence
-/// launches blocks that each hold only a few tiles' work, and their launch and ramp-up, not the
-/// memory, set the pace.
-inline bool flat_pays(int64_t sequences, int64_t length, int sms, const FlatPolicy& F) {
+/// F.band_min_sequences_per_sm where their length lies in the band and fills less than
+/// F.band_max_fill of `one_block_span`, the elements one block per sequence's tiles would cover:
+/// covered_span). There one block per sequence launches blocks that each hold only a few tiles'
+/// work, or tiles largely idle, and their launch and ramp-up, not the memory, set the pace.
+inline bool flat_pays(int64_t sequences, int64_t length, int sms, const FlatPolicy& F,
+                      int64_t one_block_span) {
+  const bool band = length >= F.band_min_length && length <= F.band_max_length &&
+                    double(length) < F.band_max_fill * double(one_block_span);
   const double per_sm = length <= F.tiny_length ? F.tiny_min_sequences_per_sm
-                        : length >= F.band_min_length && length <= F.band_max_length
-                            ? F.band_min_sequences_per_sm
-                            : F.min_sequences_per_sm;
+                        : band                  ? F.band_min_sequences_per_sm
+                                                : F.min_sequences_per_sm;
   return length <= F.max_length && double(sequences) >= per_sm * double(sms > 0 ? sms : 1);
 }
 

@@ -453,15 +453,17 @@ struct FlatPolicy {
   int blocks_per_sm;
   /// The library takes the flat kernel for sequences of at most `max_length` elements, at least
   /// `min_sequences_per_sm` of them per multiprocessor; for sequences of at most `tiny_length`
-  /// elements from `tiny_min_sequences_per_sm` of them, and for those of `band_min_length` to
-  /// `band_max_length` elements from `band_min_sequences_per_sm` (flat_pays; an empty band where
-  /// band_min_length > band_max_length).
+  /// elements from `tiny_min_sequences_per_sm` of them; and for those of `band_min_length` to
+  /// `band_max_length` elements that would fill less than `band_max_fill` of the one-block
+  /// path's tiles, from `band_min_sequences_per_sm` (flat_pays; no band where band_min_length >
+  /// band_max_length).
   int64_t max_length;
   double min_sequences_per_sm;
   int64_t tiny_length;
   double tiny_min_sequences_per_sm;
   int64_t band_min_length;
   int64_t band_max_length;
+  double band_max_fill;
   double band_min_sequences_per_sm;
   /// Packed calls with a workspace (flat_packed.cuh): a window is one tile of `window_items`
   /// elements a thread (whole vectors; on the scalar path as many single elements as it has
@@ -533,20 +535,23 @@ struct FlatTuning {
   static constexpr int kWindowBytes = kBackward ? (kBytes == 2 ? 12288 : 10240) : 16384;
   static constexpr int kWindowItems = kWindowBytes / (128 * kBytes);
   static constexpr int kWindowMinBlocks = kBytes == 4 && !kBackward ? 4 : 6;
-  /// The band: f32 backward takes the flat kernel for 257-768 elements from 31 sequences a
-  /// multiprocessor (4096 on 132). Forced on the H200 (results/sweep_1c8b4b3_run*, sweep/path/
-  /// rows; results/flat_offgrid_8ee3842.txt), the flat kernel was ahead of one block per sequence
-  /// at T = 300, 500 and 700 with 4096-24576 sequences in every cell, by 2-14% (16384 x 300: 0.897
-  /// against 0.788; 4096 x 700: 0.872 against 0.799; 12672 x 300: 0.957 against 0.896), level at
-  /// T = 100 and with 1024 sequences, and behind at 900 (0.888 against 0.945); on an H100 ahead or
-  /// level in the same sweep cells (results/sweep_adf77ad_h100_run*). 768 lies between the
-  /// measured 700 and 900, where one block's 1024-element tile is three quarters filled.
-  /// 16-bit types and f32 forward took turns there (bf16 ahead at 300 and 700, behind at 500 and
-  /// at 4096 sequences), and keep the rule above.
+  /// The band: f32 backward takes the flat kernel for 257-1024 elements that fill less than
+  /// three quarters of one block's tiles (257-383 and 513-767 elements, tiles of 512 and two of
+  /// 512), from 31 sequences a multiprocessor (4092 on 132). Forced on the H200
+  /// (results/flat_band_probe_8ee3842.txt, flat_offgrid_8ee3842.txt; the sweep's sweep/path/ rows
+  /// of results/sweep_1c8b4b3_run*), the flat kernel was ahead of one block per sequence at 257,
+  /// 300, 600 and 700 elements with 2048-24576 sequences in every cell but (2048, 300), by 2-21%
+  /// (16384 x 300: 0.897 against 0.788; 4096 x 600: 0.888 against 0.734); level at 400, 768 and
+  /// 800 (within 0.03), and behind where the tiles are filled: at 512, 0.887 / 0.920 against
+  /// 0.935 / 0.969 (4096 / 16384 sequences), at 900, 0.852-0.888 against 0.877-0.945, and at 500
+  /// (98% filled) ahead by 0.02-0.05, left to one block. A band of every length from 257 to 768
+  /// cost the grid's (12288, 512) row 0.968 -> 0.929 (results/flat_band_ab_*). 16-bit types and
+  /// f32 forward took turns there (bf16 ahead at 300 and 700, behind at 500 and at 4096
+  /// sequences), and keep the rule above.
   static constexpr bool kBand = kBytes == 4 && kBackward;
   static constexpr FlatPolicy kPolicy{
-      128, 16 / kBytes, 8, 8, 8, 1024, 256.0, 4, 96.0, kBand ? 257 : 1, kBand ? 768 : 0, 31.0,
-      kWindowItems, kWindowMinBlocks};
+      128, 16 / kBytes, 8, 8, 8, 1024, 256.0, 4, 96.0, kBand ? 257 : 1, kBand ? 1024 : 0, 0.75,
+      31.0, kWindowItems, kWindowMinBlocks};
   /// The serial kernel's rule: sequences of 5 elements to 256 bytes (64 f32 elements, 128 16-bit,
   /// 32 double) read in at most 2 bank passes, at least 256 of them per multiprocessor forward and
   /// 96 backward. Measured on an H100 (bench/RESULTS.md "The serial kernel";
