@@ -541,9 +541,11 @@ void expect_flat_rule() {
     EXPECT_EQ(pays(16384, t, 132), band) << t;
     EXPECT_FALSE(pays(4091, t, 132)) << t;
   }
+  // filled, or outside the band
   for (const int64_t t : {200, 256, 384, 400, 500, 512, 768, 900, 1024})
-    EXPECT_FALSE(pays(16384, t, 132)) << t;  // filled, or outside the band
-  EXPECT_TRUE(pays(33792, 256, 132));  // the main rule in and out of the band
+    EXPECT_FALSE(pays(16384, t, 132)) << t;
+  // the main rule in and out of the band
+  EXPECT_TRUE(pays(33792, 256, 132));
   EXPECT_TRUE(pays(33792, 512, 132));
 }
 
