@@ -489,7 +489,9 @@ struct SerialRule {
 /// The flat kernel's policies: 128 threads x one 16-byte vector, up to 8 tiles a block, 8 blocks
 /// per multiprocessor (the best or near it of six shapes probed on 13 cells of the sweep,
 /// results/flat_variants_d506904.txt). Taken for sequences of at most 1024 elements, at least 256
-/// of them per multiprocessor, and of at most 4 elements from 96 per multiprocessor.
+/// of them per multiprocessor, of at most 4 elements from 96 per multiprocessor, and in f32
+/// backward from 31 per multiprocessor where one block's tiles would be less than three quarters
+/// filled (the band, below).
 /// - The longest length: forced against one block per sequence in the S x T sweep's cells of 65536
 ///   sequences (sweep/path/ rows, bench/RESULTS.md "The flat rule's bounds"), one block per
 ///   sequence was faster at T = 1500 in all four (dtype, pass) cells on both GPUs, by 4-10% on the
