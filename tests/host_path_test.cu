@@ -45,6 +45,8 @@ void plan_accepted(const Args& args,
     (void)detail::row_scratch_bytes<T, kBackward>(s.channels, s.batch * s.length, bytes);
     return;
   }
+  using Table = std::conditional_t<kBackward, detail::BackwardTuning<sizeof(T)>,
+                                   detail::ScanTuning<sizeof(T)>>;
   bool vector = false, flat = false;
   int64_t sequences = 0, length = 0, span = 0, state_stride = 0;
   if constexpr (kBackward) {
@@ -52,22 +54,24 @@ void plan_accepted(const Args& args,
     sequences = p.sequences;
     length = p.length;
     span = p.span_bound;
-    (void)detail::select_row<sizeof(T), detail::BackwardTuning<sizeof(T)>>(span);
     flat = detail::flat_layout(p, state_stride);
   } else {
     const auto p = detail::make_params(args, vector);
     sequences = p.sequences;
     length = p.length;
     span = p.span_bound;
-    (void)detail::select_row<sizeof(T), detail::ScanTuning<sizeof(T)>>(span);
     flat = detail::flat_layout(p, state_stride);
   }
   EXPECT_GE(span, length);
+  (void)detail::select_row<sizeof(T), Table>(span);
   // The flat kernel's ranges: at least one sequence each, under 2^31 elements (its int32 offsets).
   if (flat) {
     constexpr detail::FlatPolicy F = detail::FlatTuning<sizeof(T), kBackward>::kPolicy;
+    // the span one block per sequence's tiles would cover, as the dispatch weighs it
+    const int64_t one_block =
+        detail::covered_span(Table::kPolicies[detail::select_policy<sizeof(T), Table>(span)], span);
     for (const int sms : {1, 132, 1 << 20}) {
-      (void)detail::flat_pays(sequences, length, sms, F, span);
+      (void)detail::flat_pays(sequences, length, sms, F, one_block);
       const int64_t per_block = detail::flat_sequences_per_block(sequences, length, F, sms);
       EXPECT_GE(per_block, 1);
       EXPECT_LE(per_block * length, int64_t{2147483647});
