@@ -331,11 +331,11 @@ TEST(HostPath, DenseTileShapes) {
   EXPECT_EQ(h16(true, 1, 1 << 20, 256), DenseTile::kTall);  // 4 chains
   EXPECT_EQ(h16(true, 2, 1000, 1024), DenseTile::kShort);
   EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 20, 256, false, 0)), DenseTile::kNarrowTall);
-  // packed: f32 narrow (16 rows forward, 8 backward); 16-bit forward half slabs, backward 256
-  // threads, tall
+  // packed: f32 narrow (16 rows forward, 8 backward); 16-bit half slabs both ways
   EXPECT_EQ((dense_tile<float, true>(1, 1 << 22, 512, true, sms)), DenseTile::kNarrow);
   EXPECT_EQ((dense_tile<float, false>(1, 1 << 22, 512, true, sms)), DenseTile::kNarrowTall);
-  EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 22, 1024, true, sms)), DenseTile::kTall);
+  EXPECT_EQ((dense_tile<bf16, true>(1, 1 << 22, 1024, true, sms)), DenseTile::kHalfSlab);
+  EXPECT_EQ((dense_tile<bf16, true>(1, 100, 8, true, sms)), DenseTile::kHalfSlab);
   EXPECT_EQ((dense_tile<bf16, false>(1, 1 << 22, 1024, true, sms)), DenseTile::kHalfSlab);
   EXPECT_EQ((dense_tile<bf16, false>(1, 100, 8, true, sms)), DenseTile::kHalfSlab);
   // each tile's block, and which calls can take it (dense_tile's choices and their fallbacks)
@@ -352,15 +352,18 @@ TEST(HostPath, DenseTileShapes) {
                     DenseShape<bf16, false, DenseTile::kHalfSlab>::kThreads == 128 &&
                     DenseShape<bf16, false, DenseTile::kHalfSlab>::kRows == 16 &&
                     DenseShape<bf16, false, DenseTile::kHalfSlab>::kLanes == 4 &&
+                    DenseShape<bf16, true, DenseTile::kHalfSlab>::kRows == 12 &&
+                    DenseShape<bf16, true, DenseTile::kHalfSlab>::kLanes == 4 &&
                     DenseShape<bf16, false, DenseTile::kNarrowTall>::kLanes == 8 &&
                     DenseShape<bf16, false, DenseTile::kShort>::kLanes == 8,
                 "the tiles' blocks");
   static_assert(
       DenseShape<bf16, true, DenseTile::kTall>::kFallback == DenseTile::kShort &&
           DenseShape<float, false, DenseTile::kNarrowTall>::kFallback == DenseTile::kNarrow &&
-          DenseShape<bf16, false, DenseTile::kHalfSlab>::kFallback == DenseTile::kShort,
+          DenseShape<bf16, false, DenseTile::kHalfSlab>::kFallback == DenseTile::kShort &&
+          DenseShape<bf16, true, DenseTile::kHalfSlab>::kFallback == DenseTile::kShort,
       "a tile that does not fit falls back to the short tile of its block size (the half-slab "
-      "tile to the one packed 16-bit calls took before it)");
+      "tile to the 256-thread one)");
   for (const DenseTile t : {DenseTile::kShort, DenseTile::kTall, DenseTile::kNarrow,
                             DenseTile::kNarrowTall, DenseTile::kHalfSlab}) {
     const bool narrow = t == DenseTile::kNarrow || t == DenseTile::kNarrowTall;
@@ -369,8 +372,7 @@ TEST(HostPath, DenseTileShapes) {
     EXPECT_EQ((dense_reachable<float, true, false>(t)), narrow);
     EXPECT_EQ((dense_reachable<float, false, true>(t)), narrow);
     EXPECT_EQ((dense_reachable<bf16, false, true>(t)), t == DenseTile::kShort || half);
-    EXPECT_EQ((dense_reachable<bf16, true, true>(t)),
-              t == DenseTile::kShort || t == DenseTile::kTall);
+    EXPECT_EQ((dense_reachable<bf16, true, true>(t)), t == DenseTile::kShort || half);
   }
   // every choice of the rule is reachable, and so is its fallback
   for (const bool backward : {false, true})
@@ -404,7 +406,7 @@ TEST(HostPath, DenseTileShapes) {
   for (const bool packed : {false, true})
     for (const int64_t length : {int64_t{1}, int64_t{128}, int64_t{161}, int64_t{5000}}) {
       const int64_t b = packed ? 1 : 3;
-      size_t bytes = 0, each[4] = {};
+      size_t bytes = 0, each[5] = {};
       ASSERT_TRUE((dense_scratch_bytes<bf16, true>(b, length, 72, packed, bytes)));
       ASSERT_TRUE(
           (dense_scratch_bytes_of<bf16, true, DenseTile::kShort>(b, length, 72, packed, each[0])));
@@ -414,6 +416,8 @@ TEST(HostPath, DenseTileShapes) {
           (dense_scratch_bytes_of<bf16, true, DenseTile::kNarrow>(b, length, 72, packed, each[2])));
       ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, DenseTile::kNarrowTall>(b, length, 72, packed,
                                                                               each[3])));
+      ASSERT_TRUE((dense_scratch_bytes_of<bf16, true, DenseTile::kHalfSlab>(b, length, 72, packed,
+                                                                            each[4])));
       for (size_t e : each) {
         EXPECT_GT(e, 0u);
         EXPECT_GE(bytes, e) << length;

@@ -49,11 +49,9 @@ constexpr int kDenseTallRows = kBackward ? 8 : 12;
 template <bool kBackward>
 constexpr int64_t kDenseTallLength = kBackward ? 2048 : 4096;
 /// Packed calls (one chain per slab over every row): narrow blocks (below) in f32 and double; in
-/// 16-bit types 256-thread blocks, the tall tiles backward.
+/// 16-bit types the half-slab tile (below), forward and backward.
 template <class T>
 constexpr bool kDensePackedNarrow = sizeof(T) != 2;
-template <class T, bool kBackward>
-constexpr bool kDensePackedTall = kBackward && sizeof(T) == 2;
 
 /// The narrow blocks: 128 threads (16 row groups), 8 rows a thread (128-row tiles, 32 KiB staged
 /// forward, 48 backward) or more from kDenseNarrowTallLength positions (kDenseNarrowTallRows:
@@ -91,20 +89,28 @@ constexpr int64_t kDenseNarrowTallLength = kBackward ? (sizeof(T) == 2 ? 8192 : 
                                                      : (sizeof(T) == 2 ? 4096 : 2048);
 constexpr double kDenseNarrowChainsPerSm = 0.45;
 
-/// The half-slab tile: 128 threads of 16 rows in 4 lanes of 16 bytes along channels (64-byte
-/// slabs, 512-row tiles, 64 KiB staged), which packed 16-bit calls take forward. A packed call's
-/// chains are its slabs, so few (a 256-channel bf16 batch has 4 of 128 bytes), and each tile waits
-/// on a deep look-back; half slabs double the chains and the look-back lanes a channel (4 in 128
-/// threads, where 128-byte slabs of 16-bit values give 2, and 4 in 256 threads). Measured
-/// (bench --ascan_tune_rows, lowest of three runs, of a same-traffic copy) on an H100: bf16
-/// forward 0.849 on 256 x 8 -> 0.899 on the log-uniform batch (2^22 tokens, 1024 channels), 0.771
-/// -> 0.857 on the skewed one (256 channels), 0.829 there on 128 x 8 in 4 lanes
-/// (bench/results/tune_packed_rows_a48133d_h100_run*.json.gz); backward every half-slab shape was
-/// slower (0.68-0.77 against 0.81 skewed), and so were dense calls (f32 and bf16, up to 0.1),
-/// whose chains are many. On the H200 the library's rows, 256 x 8 then half slabs (two builds,
-/// two machine starts: bench/RESULTS.md, "The layouts' rows at a2a3058"), went 0.714 -> 0.742
-/// (log-uniform) and 0.594 -> 0.673 (skewed), still under 0.90.
-constexpr int kDenseHalfLanes = 4, kDenseHalfRows = 16;
+/// The half-slab tile: 128 threads in 4 lanes of 16 bytes along channels (64-byte slabs), 16
+/// rows a thread forward (512-row tiles, 64 KiB staged) and 12 backward (384-row tiles, 72 KiB),
+/// which packed 16-bit calls take. A packed call's chains are its slabs, so few (a 256-channel
+/// bf16 batch has 4 of 128 bytes), and each tile waits on a deep look-back; half slabs double the
+/// chains and the look-back lanes a channel (4 in 128 threads, where 128-byte slabs of 16-bit
+/// values give 2, and 4 in 256 threads). Measured (bench --ascan_tune_rows, of a same-traffic
+/// copy) on an H100: forward, lowest of three runs, bf16 0.849 on 256 x 8 -> 0.899 on the
+/// log-uniform batch (2^22 tokens, 1024 channels), 0.771 -> 0.857 on the skewed one (256
+/// channels), 0.829 there on 128 x 8 in 4 lanes
+/// (bench/results/tune_packed_rows_a48133d_h100_run*.json.gz); on the H200 the library's rows,
+/// 256 x 8 then half slabs (two builds, two machine starts: bench/RESULTS.md, "The layouts' rows
+/// at a2a3058"), went 0.714 -> 0.742 (log-uniform) and 0.594 -> 0.673 (skewed). Backward, since
+/// the whole-vector output stores (f386540), 128 x 12 in 4 lanes against the 256 x 8 tall tile
+/// the packed 16-bit calls took before, lowest of two runs: log-uniform 0.852 -> 0.912, skewed
+/// 0.822 -> 0.902, ahead of every other shape on both batches
+/// (bench/results/tune_rows_bf16_786f154_h100_run*.json.gz; before those stores every half-slab
+/// shape was slower backward, 0.68-0.77 against 0.81 skewed). Dense calls, whose chains are
+/// many, keep their tiles (the 4-lane shapes up to 0.1 slower both ways; dense (1, 2^20, 256)
+/// bf16 backward 0.911 against 0.934).
+constexpr int kDenseHalfLanes = 4;
+template <bool kBackward>
+constexpr int kDenseHalfRows = kBackward ? 12 : 16;
 
 /// The dense row kernel's block shapes: threads x rows a thread (DenseShape).
 enum class DenseTile {
@@ -112,7 +118,7 @@ enum class DenseTile {
   kTall,        ///< 256 x kDenseTallRows
   kNarrow,      ///< 128 x kDenseNarrowRows
   kNarrowTall,  ///< 128 x kDenseNarrowTallRows
-  kHalfSlab,    ///< 128 x kDenseHalfRows in kDenseHalfLanes lanes (packed 16-bit forward)
+  kHalfSlab,    ///< 128 x kDenseHalfRows in kDenseHalfLanes lanes (packed 16-bit calls)
 };
 
 /// A DenseTile's block: threads, rows a thread, 16-byte lanes along channels, and the staged bytes
@@ -127,12 +133,11 @@ struct DenseShape {
                                : kTile == DenseTile::kTall       ? kDenseTallRows<kBackward>
                                : kTile == DenseTile::kNarrow     ? kDenseNarrowRows
                                : kTile == DenseTile::kNarrowTall ? kDenseNarrowTallRows<kBackward>
-                                                                 : kDenseHalfRows;
+                                                                 : kDenseHalfRows<kBackward>;
   static constexpr int kLanes = kHalf ? kDenseHalfLanes : kDenseLanes;
   static constexpr int kShared = kDenseStageBytes<kBackward, kThreads, kRows>;
   /// The tile a call falls back to where this one does not fit the device (dense_fits): the
-  /// short tile of the same block size; the half-slab tile's, the short tile that packed 16-bit
-  /// calls took before it.
+  /// short tile of the same block size; the half-slab tile's, the 256-thread short tile.
   static constexpr DenseTile kFallback = kWide || kHalf ? DenseTile::kShort : DenseTile::kNarrow;
 };
 
@@ -143,10 +148,8 @@ struct DenseShape {
 template <class T, bool kBackward, bool kPacked>
 constexpr bool dense_reachable(DenseTile tile) {
   const bool narrow = tile == DenseTile::kNarrow || tile == DenseTile::kNarrowTall;
-  if (tile == DenseTile::kHalfSlab) return kPacked && sizeof(T) == 2 && !kBackward;
-  if (kPacked && !kDensePackedNarrow<T>)
-    return tile == DenseTile::kShort ||
-           (kDensePackedTall<T, kBackward> && tile == DenseTile::kTall);
+  if (tile == DenseTile::kHalfSlab) return kPacked && sizeof(T) == 2;
+  if (kPacked && !kDensePackedNarrow<T>) return tile == DenseTile::kShort;
   return narrow || (!kPacked && sizeof(T) == 2);
 }
 
@@ -174,8 +177,8 @@ decltype(auto) with_dense_tile(DenseTile tile, F&& f) {
 /// per slab, so few): f32 and double narrow blocks, tall forward and 8 rows backward (the
 /// benchmark's packed batches, bench/results/dense_rows_packed_c10b8ee.txt: forward 0.82 / 0.79
 /// -> 0.85 / 0.82 of the copy, log-uniform / skewed, on 12 rows, 16 rows since; backward 0.76 /
-/// 0.73 -> 0.88 / 0.86; 12 rows backward 0.79 / 0.81); 16-bit forward the half-slab tile, backward
-/// 256 threads, tall as kDensePackedTall (narrow: 0.13-0.73 against 0.60-0.78). Dense calls:
+/// 0.73 -> 0.88 / 0.86; 12 rows backward 0.79 / 0.81); 16-bit the half-slab tile both ways (narrow
+/// blocks in 128-byte slabs: 0.13-0.73 against 0.60-0.78 on 256 threads). Dense calls:
 /// narrow blocks (tall from kDenseNarrowTallLength positions) unless 16-bit with fewer than
 /// kDenseNarrowChainsPerSm chains (batch times 128-byte slabs of channels) per multiprocessor
 /// (`sms`: the device's count); those take 256 threads, tall from kDenseTallLength positions.
@@ -184,8 +187,7 @@ constexpr DenseTile dense_tile(int64_t batch, int64_t length, int64_t channels, 
                                int sms) {
   if (packed) {
     if (kDensePackedNarrow<T>) return kBackward ? DenseTile::kNarrow : DenseTile::kNarrowTall;
-    if (!kBackward) return DenseTile::kHalfSlab;
-    return kDensePackedTall<T, kBackward> ? DenseTile::kTall : DenseTile::kShort;
+    return DenseTile::kHalfSlab;
   }
   const int64_t width = int64_t(kDenseLanes) * (16 / int64_t(sizeof(T)));
   const double chains = double(batch) * double(ceil_div(channels, width));
