@@ -53,11 +53,13 @@ capped() { local l; l=$(left); echo $((l < $1 ? l : $1)); }  # capped N: left, a
 
 # The small cases the sanitizers run (each tool is 10-100x slower than the test alone); each a
 # GoogleTest filter the environment may replace (the cases of the kernels a change touched).
+# The layout cases: the packed flat kernel (f32, bf16) and the dense row kernel's packed 16-bit
+# backward half slab (f16, bf16).
 MEMCHECK_SCAN="${MEMCHECK_SCAN:-ScanTest/0.SmallMultiBlock:ScanTest/3.SmallLongSequence:ScanTest/0.SmallLengths:ScanTest/3.SmallLengths}"
 MEMCHECK_BWD="${MEMCHECK_BWD:-ScanBackwardTest/0.SmallLengths:ScanBackwardTest/3.SmallLengths:ScanBackwardTest/3.SmallLongSequence:ScanBackwardTest/0.SmallLongSequence}"
-MEMCHECK_LAYOUT="${MEMCHECK_LAYOUT:-LayoutTest/0.BackwardPackedFlat:LayoutTest/3.BackwardPackedFlat}"
+MEMCHECK_LAYOUT="${MEMCHECK_LAYOUT:-LayoutTest/0.BackwardPackedFlat:LayoutTest/3.BackwardPackedFlat:LayoutTest/2.BackwardPackedRowsWithoutStatesShort:LayoutTest/3.BackwardPackedRowsWithoutStatesShort}"
 RACECHECK_SCAN="${RACECHECK_SCAN:-ScanTest/0.SmallLengths}"
-RACECHECK_LAYOUT="${RACECHECK_LAYOUT:-LayoutTest/0.BackwardPackedFlat}"
+RACECHECK_LAYOUT="${RACECHECK_LAYOUT:-LayoutTest/0.BackwardPackedFlat:LayoutTest/3.BackwardPackedRowsWithoutStatesShort}"
 
 # job LOG COMMAND...: COMMAND in the background, stopped at the deadline, its output and then
 # its exit status ("exit N"; 124: stopped) in $LOGS/LOG.log
