@@ -26,6 +26,9 @@
 #               warm-ups, the sections of NCU_SECTIONS; text reports in profile.tgz; with
 #               NCU_SOURCE=1 also each report's source page, every SASS instruction with its
 #               executions and warp stall samples (<name>_sass.csv: which barrier or load waits)
+#   GPU_NAME=TEXT runs nothing (exit 0, saying so) unless the GPU's name contains TEXT (`H200`):
+#               a device call that asks for one card and is lent another then costs only its start,
+#               and the device time left stays for the card the round's figures are for
 # Every job is stopped at DEADLINE seconds from the start (default 540, under the device's 600 s
 # a command), and a run that would start after it is skipped and said so. Outputs, under $OUT
 # (or bench/results/round), written as each part ends so that a stop keeps what finished:
@@ -47,6 +50,10 @@ export LD_LIBRARY_PATH="$DEV/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # the commit each part was built from (gpu_prepare.sh), else this checkout's
 built() { cat "$1" 2>/dev/null || echo "$(git rev-parse --short HEAD)-unstamped"; }
 GPU="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+if [ -n "${GPU_NAME:-}" ] && [[ "$GPU" != *"$GPU_NAME"* ]]; then
+  echo "gpu_round.sh: GPU_NAME=$GPU_NAME, but the GPU is ${GPU:-none found}: nothing run"
+  exit 0
+fi
 summary=()
 left() { echo $((DEADLINE - SECONDS)); }  # seconds to the deadline
 capped() { local l; l=$(left); echo $((l < $1 ? l : $1)); }  # capped N: left, at most N
