@@ -44,16 +44,16 @@ absolute() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
 DEV="$(absolute "${DEV:-build/dev}")"
 OUT="$(absolute "${OUT:-bench/results/round}")"
 DEADLINE="${DEADLINE:-540}"
-mkdir -p "$OUT"
-LOGS="$(mktemp -d)"
-export LD_LIBRARY_PATH="$DEV/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# the commit each part was built from (gpu_prepare.sh), else this checkout's
-built() { cat "$1" 2>/dev/null || echo "$(git rev-parse --short HEAD)-unstamped"; }
 GPU="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
 if [ -n "${GPU_NAME:-}" ] && [[ "$GPU" != *"$GPU_NAME"* ]]; then
   echo "gpu_round.sh: GPU_NAME=$GPU_NAME, but the GPU is ${GPU:-none found}: nothing run"
   exit 0
 fi
+mkdir -p "$OUT"
+LOGS="$(mktemp -d)"
+export LD_LIBRARY_PATH="$DEV/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# the commit each part was built from (gpu_prepare.sh), else this checkout's
+built() { cat "$1" 2>/dev/null || echo "$(git rev-parse --short HEAD)-unstamped"; }
 summary=()
 left() { echo $((DEADLINE - SECONDS)); }  # seconds to the deadline
 capped() { local l; l=$(left); echo $((l < $1 ? l : $1)); }  # capped N: left, at most N
