@@ -57,16 +57,23 @@ struct DenseCandidate {
 // Then the same block shapes in 4 lanes (64-byte slabs): twice the chains, and twice the
 // look-back lanes a channel, for the calls whose chains are few (the packed batches: one chain a
 // slab; 16-bit types, whose 128-byte slabs give a channel 4 look-back lanes in 256 threads).
+// Last, tiles of 128 rows in narrower slabs, for the short rows: a 16-bit (8, 128, 1536) call is
+// 192 one-tile chains in 128-byte slabs, two blocks on some multiprocessors and one on the rest;
+// 128 x 4 and 64 x 8 in 4 lanes (64-byte slabs) make it 384 blocks, 64 x 4 and 128 x 2 in 2 lanes
+// (32 bytes, a DRAM sector) 768.
 using ForwardDense =
     std::tuple<DenseCandidate<256, 8>, DenseCandidate<256, 12>, DenseCandidate<128, 8>,
                DenseCandidate<128, 12>, DenseCandidate<128, 16>, DenseCandidate<512, 8>,
                DenseCandidate<128, 4>, DenseCandidate<256, 4>, DenseCandidate<256, 8, 4>,
-               DenseCandidate<256, 4, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 16, 4>>;
+               DenseCandidate<256, 4, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 16, 4>,
+               DenseCandidate<128, 4, 4>, DenseCandidate<64, 8, 4>, DenseCandidate<64, 4, 2>,
+               DenseCandidate<128, 2, 2>>;
 using BackwardDense =
     std::tuple<DenseCandidate<256, 4>, DenseCandidate<256, 5>, DenseCandidate<256, 8>,
                DenseCandidate<128, 8>, DenseCandidate<128, 12>, DenseCandidate<128, 10>,
                DenseCandidate<256, 6>, DenseCandidate<128, 4>, DenseCandidate<256, 5, 4>,
-               DenseCandidate<256, 8, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 12, 4>>;
+               DenseCandidate<256, 8, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 12, 4>,
+               DenseCandidate<128, 4, 4>, DenseCandidate<64, 8, 4>, DenseCandidate<64, 4, 2>>;
 
 /// Candidate `Candidate`'s blocks on channel-last case `c` (dense, or packed: one batch of every
 /// row), launched as run_rows launches the library's: the call's row parameters
