@@ -60,7 +60,8 @@ struct DenseCandidate {
 // Last, tiles of 128 rows in narrower slabs, for the short rows: a 16-bit (8, 128, 1536) call is
 // 192 one-tile chains in 128-byte slabs, two blocks on some multiprocessors and one on the rest;
 // 128 x 4 and 64 x 8 in 4 lanes (64-byte slabs) make it 384 blocks, 64 x 4 and 128 x 2 in 2 lanes
-// (32 bytes, a DRAM sector) 768.
+// (32 bytes, a DRAM sector) 768. On an H100 none beat the library's row by more than the runs'
+// spread (bench/RESULTS.md, "128-row tiles in narrower slabs for the short rows").
 using ForwardDense =
     std::tuple<DenseCandidate<256, 8>, DenseCandidate<256, 12>, DenseCandidate<128, 8>,
                DenseCandidate<128, 12>, DenseCandidate<128, 16>, DenseCandidate<512, 8>,
