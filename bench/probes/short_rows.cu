@@ -1,0 +1,352 @@
+// bench/probes/short_rows.cu: the short channel-last rows' one-tile chains, their rows staged in
+// shared memory by cp.async (as dense_row_kernel stages them) or loaded straight into registers.
+//
+// A dense channel-last call of at most 128 positions is one tile a chain in the library's narrow
+// block (128 threads, 8 rows a thread, 8 lanes of 16 bytes): no look-back, yet the 16-bit rows
+// run at 0.70-0.83 of the copy on the H100 and the H200 (bench/RESULTS.md, "The channel-last bf16
+// misses in every block shape"), where the time-contiguous grid's (8, 1536, 128) rows, the same
+// elements, reach 0.88-0.9 in tiles held in registers. This probe takes the narrow block's tile
+// and arithmetic (each thread's aggregate over its rows, a shuffle scan over the warp's row
+// groups, the warps' totals through shared memory, the rows again from the carry, 16-byte
+// stores) without the look-back's records, and times it two ways: rows staged in 32 KiB of
+// dynamic shared memory by cp.async (`staged`), and rows loaded into registers (`registers`, no
+// dynamic shared memory). Also timed: an empty kernel of the same grid with and without 32 KiB of
+// dynamic shared memory, to see what asking for the staging costs on its own after the flush (a
+// memset, which runs with none). Forward, no states, f32 and bf16, T = 32, 64 and 128; the
+// library's ascan::scan (two-phase, channel_last) on the same arrays beside it, before and after.
+// Every output is checked against a double loop (every position of every 61st channel and the
+// last), in units of the output's rounding at max(|reference|, 1).
+//
+// Timing: ascan_bench's time_median (bench/bench_harness.cuh, through probe_util.cuh's
+// time_paired): 3 warm-ups, 51 samples each after a 256 MiB memset that flushes the L2, each
+// paired with a same-traffic cudaMemcpyAsync, the pair's order alternating.
+//
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -I include \
+//       bench/probes/short_rows.cu -o short_rows
+//   ./short_rows
+#include <cuda_bf16.h>
+#include <cuda_pipeline_primitives.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <ascan/ascan.cuh>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "probe_util.cuh"  // CHECK, time_paired (bench_harness.cuh's timing), host_f, fetch
+
+namespace {
+
+constexpr int kThreads = 128, kRows = 8, kLanes = 8, kGroupsPerWarp = 32 / kLanes;
+constexpr int kWarps = kThreads / 32, kTileRows = kThreads / kLanes * kRows;
+constexpr int kStageBytes = 2 * kRows * kThreads * 16;
+
+template <class T>
+__device__ __forceinline__ void widen16(const uint4& w, float (&x)[16 / sizeof(T)]) {
+  constexpr int kVec = 16 / int(sizeof(T));
+  T v[kVec];
+  memcpy(v, &w, 16);
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    if constexpr (std::is_same_v<T, float>)
+      x[i] = v[i];
+    else
+      x[i] = __bfloat162float(v[i]);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ uint4 narrow16(const float (&x)[16 / sizeof(T)]) {
+  uint4 w;
+  if constexpr (std::is_same_v<T, float>) {
+    memcpy(&w, x, 16);
+  } else {
+    __nv_bfloat162 h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(x[2 * i], x[2 * i + 1]);
+    memcpy(&w, h, 16);
+  }
+  return w;
+}
+
+/// One block a chain (batch, slab of 8 lanes x 16 bytes) of at most kTileRows positions.
+template <class T, bool kStaged>
+__global__ void __launch_bounds__(kThreads)
+    short_rows_kernel(const T* __restrict__ gates, const T* __restrict__ tokens,
+                      T* __restrict__ out, int64_t batch, int64_t length, int64_t channels) {
+  constexpr int kVec = 16 / int(sizeof(T));
+  extern __shared__ uint4 stage[];
+  __shared__ float total_a[kWarps][kLanes * kVec], total_b[kWarps][kLanes * kVec];
+  const int tid = int(threadIdx.x), lane = tid % kLanes, group = tid / kLanes;
+  const int warp = tid / 32, group_in_warp = (tid % 32) / kLanes;
+  const int64_t slabs = channels / (kLanes * kVec);
+  const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
+  const int64_t c0 = slab * kLanes * kVec + lane * kVec;
+  const int p0 = group * kRows;
+  const int valid = p0 >= length ? 0 : (length - p0 < kRows ? int(length - p0) : kRows);
+  const size_t base = size_t(seq) * size_t(length) * size_t(channels) + size_t(c0);
+  const T* const pa = gates + base;
+  const T* const pb = tokens + base;
+
+  uint4 ra[kRows], rb[kRows];
+  if constexpr (kStaged) {
+    for (int i = 0; i < valid; ++i) {
+      __pipeline_memcpy_async(stage + (0 * kRows + i) * kThreads + tid, pa + (p0 + i) * channels,
+                              16);
+      __pipeline_memcpy_async(stage + (1 * kRows + i) * kThreads + tid, pb + (p0 + i) * channels,
+                              16);
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      ra[i] = stage[(0 * kRows + i) * kThreads + tid];
+      rb[i] = stage[(1 * kRows + i) * kThreads + tid];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      if (i < valid) {
+        ra[i] = __ldg(reinterpret_cast<const uint4*>(pa + (p0 + i) * channels));
+        rb[i] = __ldg(reinterpret_cast<const uint4*>(pb + (p0 + i) * channels));
+      }
+    }
+  }
+  // the thread's aggregate
+  float ma[kVec], mb[kVec];
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    ma[v] = 1.0f;
+    mb[v] = 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i < valid) {
+      float a[kVec], b[kVec];
+      widen16<T>(ra[i], a);
+      widen16<T>(rb[i], b);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        mb[v] = fmaf(a[v], mb[v], b[v]);
+        ma[v] *= a[v];
+      }
+    }
+  }
+  // across the warp's row groups (inclusive), then exclusive
+#pragma unroll
+  for (int d = 1; d < kGroupsPerWarp; d *= 2) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const float ea = __shfl_up_sync(0xffffffffu, ma[v], d * kLanes);
+      const float eb = __shfl_up_sync(0xffffffffu, mb[v], d * kLanes);
+      if (group_in_warp >= d) {
+        mb[v] = fmaf(ma[v], eb, mb[v]);
+        ma[v] *= ea;
+      }
+    }
+  }
+  float xa[kVec], xb[kVec];
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    xa[v] = __shfl_up_sync(0xffffffffu, ma[v], kLanes);
+    xb[v] = __shfl_up_sync(0xffffffffu, mb[v], kLanes);
+    if (group_in_warp == 0) {
+      xa[v] = 1.0f;
+      xb[v] = 0.0f;
+    }
+  }
+  if (group_in_warp == kGroupsPerWarp - 1) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      total_a[warp][lane * kVec + v] = ma[v];
+      total_b[warp][lane * kVec + v] = mb[v];
+    }
+  }
+  __syncthreads();
+  // the state before the thread's rows, from 0: the earlier warps' totals, then its own prefix
+  float x[kVec];
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    float s = 0.0f;
+    for (int w = 0; w < warp; ++w)
+      s = fmaf(total_a[w][lane * kVec + v], s, total_b[w][lane * kVec + v]);
+    x[v] = fmaf(xa[v], s, xb[v]);
+  }
+  T* const po = out + base;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i < valid) {
+      float a[kVec], b[kVec];
+      widen16<T>(ra[i], a);
+      widen16<T>(rb[i], b);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) x[v] = fmaf(a[v], x[v], b[v]);
+      *reinterpret_cast<uint4*>(po + (p0 + i) * channels) = narrow16<T>(x);
+    }
+  }
+}
+
+__global__ void empty_kernel(int* sink) {
+  extern __shared__ int empty_shared[];
+  if (sink != nullptr && threadIdx.x == 0) sink[blockIdx.x] = empty_shared[0];
+}
+
+template <class T, bool kStaged>
+cudaError_t launch_short(const T* a, const T* b, T* x, int64_t batch, int64_t length,
+                         int64_t channels, cudaStream_t st) {
+  constexpr int kVec = 16 / int(sizeof(T));
+  const int shared = kStaged ? kStageBytes : 0;
+  auto kernel = &short_rows_kernel<T, kStaged>;
+  if (kStaged) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
+    if (e != cudaSuccess) return e;
+  }
+  const int64_t blocks = batch * (channels / (kLanes * kVec));
+  kernel<<<unsigned(blocks), kThreads, shared, st>>>(a, b, x, batch, length, channels);
+  return cudaGetLastError();
+}
+
+template <class T>
+double check_rows(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& got,
+                  int64_t batch, int64_t length, int64_t channels) {
+  double worst = 0;
+  const double ulp = std::is_same_v<T, float> ? std::ldexp(1.0, -23) : std::ldexp(1.0, -7);
+  for (int64_t s = 0; s < batch; ++s)
+    for (int64_t c = 0; c < channels; ++c) {
+      if (c % 61 != 0 && c != channels - 1) continue;
+      double x = 0;
+      for (int64_t t = 0; t < length; ++t) {
+        const size_t i = size_t((s * length + t) * channels + c);
+        x = double(host_f(a[i])) * x + double(host_f(b[i]));
+        const double err =
+            std::fabs(double(host_f(got[i])) - x) / (ulp * std::max(std::fabs(x), 1.0));
+        if (!(err <= 1e30)) return INFINITY;
+        worst = std::max(worst, err);
+      }
+    }
+  return worst;
+}
+
+template <class T>
+__global__ void fill_inputs(T* a, T* b, size_t n, uint64_t seed) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    const float u = float(h & 0xFFFFFF) / float(1 << 24);
+    const float w = float((h >> 24) & 0xFFFFFF) / float(1 << 24);
+    if constexpr (std::is_same_v<T, float>) {
+      a[i] = 0.9f + 0.1f * u;
+      b[i] = 2.0f * w - 1.0f;
+    } else {
+      a[i] = __float2bfloat16_rn(0.9f + 0.1f * u);
+      b[i] = __float2bfloat16_rn(2.0f * w - 1.0f);
+    }
+  }
+}
+
+template <class T>
+void run_cell(int64_t batch, int64_t length, int64_t channels) {
+  const cudaStream_t st = g_gpu.stream;
+  const int64_t n = batch * length * channels;
+  const size_t bytes = size_t(n) * sizeof(T), cbytes = 3 * bytes / 2;
+  T *a, *b, *x;
+  void *csrc, *cdst, *work;
+  int* sink;
+  CHECK(cudaMalloc(&a, bytes));
+  CHECK(cudaMalloc(&b, bytes));
+  CHECK(cudaMalloc(&x, bytes));
+  CHECK(cudaMalloc(&csrc, cbytes));
+  CHECK(cudaMalloc(&cdst, cbytes));
+  CHECK(cudaMalloc(&sink, 1 << 20));
+  CHECK(cudaMemset(csrc, 0x3C, cbytes));
+  fill_inputs<<<1024, 256>>>(a, b, size_t(n), uint64_t(batch * 7919 + length * 131 + channels));
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  const std::vector<T> ha = fetch(a, n), hb = fetch(b, n);
+  const char* name = std::is_same_v<T, float> ? "f32" : "bf16";
+  const auto report = [&](const char* what, const Timing& t, bool check) {
+    const double err =
+        check ? check_rows(ha, hb, fetch(x, n), batch, length, channels) : double(NAN);
+    std::printf("%-5s (%lld, %lld, %lld) %-16s copy %7.2f  op %7.2f  %5.3f  (err %.2g ulp)\n", name,
+                static_cast<long long>(batch), static_cast<long long>(length),
+                static_cast<long long>(channels), what, t.copy_us, t.op_us, t.copy_us / t.op_us,
+                err);
+    std::fflush(stdout);
+  };
+
+  ascan::ScanArgs<T> args;
+  args.gates = a;
+  args.tokens = b;
+  args.out = x;
+  args.shape = ascan::channel_last(batch, length, channels);
+  size_t wbytes = 0;
+  if (const ascan::Status q = ascan::scan(args, nullptr, wbytes, st); !q.ok()) {
+    std::printf("library: %s\n", q.message);
+    std::exit(1);
+  }
+  CHECK(cudaMalloc(&work, std::max<size_t>(wbytes, 1)));
+  const auto library = [&] {
+    size_t wb = wbytes;
+    return ascan::scan(args, work, wb, st);
+  };
+  const auto poison = [&] { CHECK(cudaMemsetAsync(x, 0xFF, bytes, st)); };
+  poison();
+  report("library", time_paired(library, cdst, csrc, cbytes), true);
+  poison();
+  report("staged",
+         time_paired([&] { return launch_short<T, true>(a, b, x, batch, length, channels, st); },
+                     cdst, csrc, cbytes),
+         true);
+  poison();
+  report("registers",
+         time_paired([&] { return launch_short<T, false>(a, b, x, batch, length, channels, st); },
+                     cdst, csrc, cbytes),
+         true);
+  constexpr int kVec = 16 / int(sizeof(T));
+  const unsigned blocks = unsigned(batch * (channels / (kLanes * kVec)));
+  CHECK(cudaFuncSetAttribute(&empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             kStageBytes));
+  for (const int shared : {0, kStageBytes}) {
+    const Timing t = time_paired(
+        [&] {
+          empty_kernel<<<blocks, kThreads, shared, st>>>(nullptr);
+          return cudaGetLastError();
+        },
+        cdst, csrc, cbytes);
+    report(shared > 0 ? "empty, 32 KiB" : "empty, 0 KiB", t, false);
+  }
+  poison();
+  report("library again", time_paired(library, cdst, csrc, cbytes), true);
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(x), csrc, cdst,
+                  work, static_cast<void*>(sink)})
+    CHECK(cudaFree(p));
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("# %s, %d SMs; times in us, efficiency = copy / op\n", prop.name,
+              prop.multiProcessorCount);
+  if (const std::string& err = gpu_setup(); !err.empty()) {
+    std::fprintf(stderr, "%s\n", err.c_str());
+    return 1;
+  }
+  for (int64_t t : {128, 64, 32}) {
+    run_cell<float>(8, t, 1536);
+    run_cell<__nv_bfloat16>(8, t, 1536);
+  }
+  run_cell<__nv_bfloat16>(16, 128, 2048);
+  gpu_teardown();
+  return 0;
+}
