@@ -105,7 +105,10 @@ constexpr double kDenseNarrowChainsPerSm = 0.45;
 /// the packed 16-bit calls took before, lowest of two runs: log-uniform 0.852 -> 0.912, skewed
 /// 0.822 -> 0.902, ahead of every other shape on both batches
 /// (bench/results/tune_rows_bf16_786f154_h100_run*.json.gz; before those stores every half-slab
-/// shape was slower backward, 0.68-0.77 against 0.81 skewed). Dense calls, whose chains are
+/// shape was slower backward, 0.68-0.77 against 0.81 skewed); on the H200 the library's rows,
+/// 256 x 8 tall then half slabs (two builds, two machine starts: bench/RESULTS.md, "The layouts'
+/// rows at ba78d21"), went 0.795 -> 0.884 (log-uniform) and 0.689 -> 0.823 (skewed). Dense calls,
+/// whose chains are
 /// many, keep their tiles (the 4-lane shapes up to 0.1 slower both ways; dense (1, 2^20, 256)
 /// bf16 backward 0.911 against 0.934).
 constexpr int kDenseHalfLanes = 4;
