@@ -1,8 +1,8 @@
 // bench/probes/probe_util.cuh: what the probes that time kernels against a paired copy share
-// (dense_as_packed.cu, serial_path.cu, serial_tiles.cu, stream_rows.cu): a CUDA check that
-// exits, ascan_bench's own paired timing (bench_harness.cuh's time_median) around a launch that
-// returns an ascan::Status or a cudaError_t, and the checks of outputs against a double loop or
-// against another path's.
+// (dense_as_packed.cu, serial_path.cu, serial_tiles.cu, stream_rows.cu, short_rows.cu): a CUDA
+// check that exits, ascan_bench's own paired timing (bench_harness.cuh's time_median) around a
+// launch that returns an ascan::Status or a cudaError_t, and the checks of outputs against a
+// double loop or against another path's.
 #pragma once
 
 #include <cuda_bf16.h>
