@@ -35,17 +35,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "probe_util.cuh"  // CHECK, time_paired (bench_harness.cuh's timing), host_f
-
-__device__ __forceinline__ float to_f(float v) { return v; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <class T>
-__device__ __forceinline__ T from_f(float v) {
-  if constexpr (std::is_same_v<T, float>)
-    return v;
-  else
-    return __float2bfloat16_rn(v);
-}
+#include "probe_util.cuh"  // CHECK, time_paired, to_f / from_f, host_f
 
 /// Bytes of a block's staged range of `n` elements of each array, rounded up to 16.
 template <class T>

@@ -38,17 +38,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "probe_util.cuh"  // CHECK, time_paired (bench_harness.cuh's timing), host_f
-
-__device__ __forceinline__ float widen1(float v) { return v; }
-__device__ __forceinline__ float widen1(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <class T>
-__device__ __forceinline__ T narrow1(float v) {
-  if constexpr (std::is_same_v<T, float>)
-    return v;
-  else
-    return __float2bfloat16_rn(v);
-}
+#include "probe_util.cuh"  // CHECK, time_paired, to_f / from_f, the inputs and the checks
 
 template <int kBytes>
 using LaneWord = std::conditional_t<kBytes == 4, uint32_t, uint2>;
@@ -112,8 +102,8 @@ __global__ void __launch_bounds__(kWarps * 32)
         memcpy(vb, &wb, kBytes);
 #pragma unroll
         for (int v = 0; v < kV; ++v) {
-          x[v] = fmaf(widen1(va[v]), x[v], widen1(vb[v]));
-          y[v] = narrow1<T>(x[v]);
+          x[v] = fmaf(to_f(va[v]), x[v], to_f(vb[v]));
+          y[v] = from_f<T>(x[v]);
         }
         W wy;
         memcpy(&wy, y, kBytes);
@@ -214,10 +204,10 @@ __global__ void __launch_bounds__(kWarps * 32)
         memcpy(vx, &wx, kBytes);
 #pragma unroll
         for (int v = 0; v < kV; ++v) {
-          d[v] = fmaf(a_next[v], d[v], widen1(vg[v]));
-          a_next[v] = widen1(va[v]);
-          ygt[v] = narrow1<T>(d[v]);
-          ygg[v] = narrow1<T>(d[v] * widen1(vx[v]));
+          d[v] = fmaf(a_next[v], d[v], to_f(vg[v]));
+          a_next[v] = to_f(va[v]);
+          ygt[v] = from_f<T>(d[v]);
+          ygg[v] = from_f<T>(d[v] * to_f(vx[v]));
         }
         W w1, w2;
         memcpy(&w1, ygg, kBytes);
@@ -276,45 +266,6 @@ double check_backward(const std::vector<T>& a, const std::vector<T>& x, const st
   return worst;
 }
 
-/// Largest error of `got` against a double loop on the rounded inputs, in units of the output's
-/// rounding at max(|reference|, 1): every position of every 61st channel and the last.
-template <class T>
-double check_rows(const std::vector<T>& a, const std::vector<T>& b, const std::vector<T>& got,
-                  int64_t batch, int64_t length, int64_t channels) {
-  double worst = 0;
-  const double ulp = std::is_same_v<T, float> ? std::ldexp(1.0, -23) : std::ldexp(1.0, -7);
-  for (int64_t s = 0; s < batch; ++s)
-    for (int64_t c = 0; c < channels; ++c) {
-      if (c % 61 != 0 && c != channels - 1) continue;
-      double x = 0;
-      for (int64_t t = 0; t < length; ++t) {
-        const size_t i = size_t((s * length + t) * channels + c);
-        x = double(host_f(a[i])) * x + double(host_f(b[i]));
-        const double err =
-            std::fabs(double(host_f(got[i])) - x) / (ulp * std::max(std::fabs(x), 1.0));
-        if (!(err <= 1e30)) return INFINITY;  // NaN or Inf
-        worst = std::max(worst, err);
-      }
-    }
-  return worst;
-}
-
-/// Gates in [0.9, 1), tokens in [-1, 1), from a hash of the index (device-side, any size).
-template <class T>
-__global__ void fill_inputs(T* a, T* b, size_t n, uint64_t seed) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-    const float u = float(h & 0xFFFFFF) / float(1 << 24);
-    const float w = float((h >> 24) & 0xFFFFFF) / float(1 << 24);
-    a[i] = narrow1<T>(0.9f + 0.1f * u);
-    b[i] = narrow1<T>(2.0f * w - 1.0f);
-  }
-}
-
 template <class T>
 struct Cell {
   int64_t batch, length, channels;
@@ -330,7 +281,7 @@ void report(const char* pass, const char* what, Cell<T>& c, const Timing& t, boo
   const std::vector<T> got = fetch(c.x, n);
   const double err =
       backward ? check_backward(c.ha, c.hb, c.hg, got, fetch(c.y, n), c.batch, c.length, c.channels)
-               : check_rows(c.ha, c.hb, got, c.batch, c.length, c.channels);
+               : check_channel_last(c.ha, c.hb, got, c.batch, c.length, c.channels);
   std::printf("%-5s (%lld, %lld, %lld) %-8s %-24s copy %8.2f  op %8.2f  %5.3f  (err %.2g ulp)\n",
               std::is_same_v<T, float> ? "f32" : "bf16", static_cast<long long>(c.batch),
               static_cast<long long>(c.length), static_cast<long long>(c.channels), pass, what,
@@ -410,8 +361,8 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
   CHECK(cudaMalloc(&c.cdst, cbytes));
   CHECK(cudaMemset(c.csrc, 0x3C, cbytes));
   const uint64_t seed = uint64_t(batch * 7919 + length * 131 + channels);
-  fill_inputs<<<1024, 256>>>(c.a, c.b, size_t(n), seed);
-  fill_inputs<<<1024, 256>>>(c.x, c.g, size_t(n), seed ^ 0x5555);
+  fill_gates_tokens<<<1024, 256>>>(c.a, c.b, size_t(n), seed);
+  fill_gates_tokens<<<1024, 256>>>(c.x, c.g, size_t(n), seed ^ 0x5555);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   c.ha = fetch(c.a, n);
