@@ -12,8 +12,13 @@
 // dynamic shared memory by cp.async (`staged`), and rows loaded into registers (`registers`, no
 // dynamic shared memory). Also timed: an empty kernel of the same grid with and without 32 KiB of
 // dynamic shared memory, to see what asking for the staging costs on its own after the flush (a
-// memset, which runs with none). Forward, no states, f32 and bf16, T = 32, 64 and 128; the
-// library's ascan::scan (two-phase, channel_last) on the same arrays beside it, before and after.
+// memset, which runs with none); and three copies of the scan's traffic (read gates and tokens,
+// write the tokens to out), for what the tile's access shape costs without its scan: the tile's
+// own loads and stores (`tile copy`: 128 rows of 8 x 16 bytes a block, a row's bytes `channels`
+// elements apart), the same grid over contiguous chunks (`chunk copy`: as many vectors a thread,
+// all in flight before the stores) and one vector a thread (`vector copy`), each checked byte
+// for byte. Forward, no states, f32 and bf16, T = 32, 64 and 128; the library's ascan::scan
+// (two-phase, channel_last) on the same arrays beside it, before and after.
 // Every output is checked against a double loop (every position of every 61st channel and the
 // last), in units of the output's rounding at max(|reference|, 1).
 //
@@ -191,6 +196,70 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// The narrow tile's traffic without its scan: the same loads (registers), then each thread's
+/// token rows stored where the scan stores its outputs (a tile-shaped copy of the same bytes).
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    tile_copy_kernel(const T* __restrict__ gates, const T* __restrict__ tokens, T* __restrict__ out,
+                     int64_t batch, int64_t length, int64_t channels) {
+  constexpr int kVec = 16 / int(sizeof(T));
+  const int tid = int(threadIdx.x), lane = tid % kLanes, group = tid / kLanes;
+  const int64_t slabs = channels / (kLanes * kVec);
+  const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
+  const int64_t c0 = slab * kLanes * kVec + lane * kVec;
+  const int p0 = group * kRows;
+  const int valid = p0 >= length ? 0 : (length - p0 < kRows ? int(length - p0) : kRows);
+  const size_t base = size_t(seq) * size_t(length) * size_t(channels) + size_t(c0);
+  uint4 ra[kRows], rb[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i < valid) {
+      ra[i] = __ldg(reinterpret_cast<const uint4*>(gates + base + (p0 + i) * channels));
+      rb[i] = __ldg(reinterpret_cast<const uint4*>(tokens + base + (p0 + i) * channels));
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i < valid) {
+      uint4 w = rb[i];
+      w.x ^= ra[i].x & 0x80000000u;  // keeps the gate's load live
+      *reinterpret_cast<uint4*>(out + base + (p0 + i) * channels) = w;
+    }
+  }
+}
+
+/// The same bytes as the tile copy in contiguous chunks: block k moves vectors [k * chunk,
+/// (k + 1) * chunk) of 16 bytes, `rows` a thread 128 apart, all loads before the stores. With the
+/// tile's grid (chunk = rows * 128) it holds what the tile holds in flight and differs only in
+/// where the bytes lie; with rows = 1 it is the plain one-vector-a-thread copy kernel.
+template <class T, int kMaxRows>
+__global__ void __launch_bounds__(kThreads)
+    chunk_copy_kernel(const T* __restrict__ gates, const T* __restrict__ tokens,
+                      T* __restrict__ out, int64_t vectors, int rows) {
+  const int tid = int(threadIdx.x);
+  const int64_t first = int64_t(blockIdx.x) * rows * kThreads + tid;
+  const uint4* const pa = reinterpret_cast<const uint4*>(gates);
+  const uint4* const pb = reinterpret_cast<const uint4*>(tokens);
+  uint4 ra[kMaxRows], rb[kMaxRows];
+#pragma unroll
+  for (int i = 0; i < kMaxRows; ++i) {
+    const int64_t v = first + int64_t(i) * kThreads;
+    if (i < rows && v < vectors) {
+      ra[i] = __ldg(pa + v);
+      rb[i] = __ldg(pb + v);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kMaxRows; ++i) {
+    const int64_t v = first + int64_t(i) * kThreads;
+    if (i < rows && v < vectors) {
+      uint4 w = rb[i];
+      w.x ^= ra[i].x & 0x80000000u;  // keeps the gate's load live
+      reinterpret_cast<uint4*>(out)[v] = w;
+    }
+  }
+}
+
 __global__ void empty_kernel(int* sink) {
   extern __shared__ int empty_shared[];
   if (sink != nullptr && threadIdx.x == 0) sink[blockIdx.x] = empty_shared[0];
@@ -273,6 +342,47 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
          true);
   constexpr int kVec = 16 / int(sizeof(T));
   const unsigned blocks = unsigned(batch * (channels / (kLanes * kVec)));
+  // The copies write the tokens (the gates are positive, their sign bit clear): every byte is
+  // compared, so a copy that skipped or misplaced a vector fails the probe.
+  const auto copied = [&](const char* what, const Timing& t) {
+    report(what, t, false);
+    const std::vector<T> hx = fetch(x, n);
+    if (std::memcmp(hx.data(), hb.data(), bytes) != 0) {
+      std::printf("%s: the output is not the tokens\n", what);
+      std::exit(1);
+    }
+  };
+  const int64_t vectors = n / kVec;
+  const int rows = int((vectors + int64_t(blocks) * kThreads - 1) / (int64_t(blocks) * kThreads));
+  if (rows > kRows) {
+    std::printf("%d rows a thread exceed the probe's %d\n", rows, kRows);
+    std::exit(1);
+  }
+  poison();
+  copied("tile copy", time_paired(
+                          [&] {
+                            tile_copy_kernel<T>
+                                <<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
+                            return cudaGetLastError();
+                          },
+                          cdst, csrc, cbytes));
+  poison();
+  copied("chunk copy", time_paired(
+                           [&] {
+                             chunk_copy_kernel<T, kRows>
+                                 <<<blocks, kThreads, 0, st>>>(a, b, x, vectors, rows);
+                             return cudaGetLastError();
+                           },
+                           cdst, csrc, cbytes));
+  const unsigned vector_blocks = unsigned((vectors + kThreads - 1) / kThreads);
+  poison();
+  copied("vector copy", time_paired(
+                            [&] {
+                              chunk_copy_kernel<T, 1>
+                                  <<<vector_blocks, kThreads, 0, st>>>(a, b, x, vectors, 1);
+                              return cudaGetLastError();
+                            },
+                            cdst, csrc, cbytes));
   CHECK(cudaFuncSetAttribute(&empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kStageBytes));
   for (const int shared : {0, kStageBytes}) {
