@@ -15,12 +15,13 @@
 // memset, which runs with none); and three copies of the scan's traffic (read gates and tokens,
 // write the tokens to out), for what the tile's access shape costs without its scan: the tile's
 // own loads and stores (`tile copy`: 128 rows of 8 x 16 bytes a block, a row's bytes `channels`
-// elements apart), the same grid over contiguous chunks (`chunk copy`: as many vectors a thread,
-// all in flight before the stores) and one vector a thread (`vector copy`), each checked byte
-// for byte. Forward, no states, f32 and bf16, T = 32, 64 and 128; the library's ascan::scan
-// (two-phase, channel_last) on the same arrays beside it, before and after.
-// Every output is checked against a double loop (every position of every 61st channel and the
-// last), in units of the output's rounding at max(|reference|, 1).
+// elements apart; `tile copy 4x4`: rows of 4 x 16 bytes, twice the blocks), the same grid over
+// contiguous chunks (`chunk copy`: as many vectors a thread, all in flight before the stores;
+// `chunk copy, x2`: half of them, twice the blocks) and one vector a thread (`vector copy`),
+// each checked byte for byte. Forward, no states, f32 and bf16, T = 32, 64 and 128; the library's
+// ascan::scan (two-phase, channel_last) on the same arrays beside it, before and after. Every
+// output is checked against a double loop (every position of every 61st channel and the last), in
+// units of the output's rounding at max(|reference|, 1).
 //
 // Timing: ascan_bench's time_median (bench/bench_harness.cuh, through probe_util.cuh's
 // time_paired): 3 warm-ups, 51 samples each after a 256 MiB memset that flushes the L2, each
@@ -198,28 +199,30 @@ __global__ void __launch_bounds__(kThreads)
 
 /// The narrow tile's traffic without its scan: the same loads (registers), then each thread's
 /// token rows stored where the scan stores its outputs (a tile-shaped copy of the same bytes).
-template <class T>
+/// kL lanes of 16 bytes a row and kR rows a thread: 8 x 8 is the library's narrow tile; 4 x 4
+/// covers the same 128 positions in half as wide a slab, twice the blocks.
+template <class T, int kL = kLanes, int kR = kRows>
 __global__ void __launch_bounds__(kThreads)
     tile_copy_kernel(const T* __restrict__ gates, const T* __restrict__ tokens, T* __restrict__ out,
                      int64_t batch, int64_t length, int64_t channels) {
   constexpr int kVec = 16 / int(sizeof(T));
-  const int tid = int(threadIdx.x), lane = tid % kLanes, group = tid / kLanes;
-  const int64_t slabs = channels / (kLanes * kVec);
+  const int tid = int(threadIdx.x), lane = tid % kL, group = tid / kL;
+  const int64_t slabs = channels / (kL * kVec);
   const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
-  const int64_t c0 = slab * kLanes * kVec + lane * kVec;
-  const int p0 = group * kRows;
-  const int valid = p0 >= length ? 0 : (length - p0 < kRows ? int(length - p0) : kRows);
+  const int64_t c0 = slab * kL * kVec + lane * kVec;
+  const int p0 = group * kR;
+  const int valid = p0 >= length ? 0 : (length - p0 < kR ? int(length - p0) : kR);
   const size_t base = size_t(seq) * size_t(length) * size_t(channels) + size_t(c0);
-  uint4 ra[kRows], rb[kRows];
+  uint4 ra[kR], rb[kR];
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < kR; ++i) {
     if (i < valid) {
       ra[i] = __ldg(reinterpret_cast<const uint4*>(gates + base + (p0 + i) * channels));
       rb[i] = __ldg(reinterpret_cast<const uint4*>(tokens + base + (p0 + i) * channels));
     }
   }
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < kR; ++i) {
     if (i < valid) {
       uint4 w = rb[i];
       w.x ^= ra[i].x & 0x80000000u;  // keeps the gate's load live
@@ -367,6 +370,14 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
                           },
                           cdst, csrc, cbytes));
   poison();
+  copied("tile copy 4x4", time_paired(
+                              [&] {
+                                tile_copy_kernel<T, 4, 4><<<2 * blocks, kThreads, 0, st>>>(
+                                    a, b, x, batch, length, channels);
+                                return cudaGetLastError();
+                              },
+                              cdst, csrc, cbytes));
+  poison();
   copied("chunk copy", time_paired(
                            [&] {
                              chunk_copy_kernel<T, kRows>
@@ -374,6 +385,17 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
                              return cudaGetLastError();
                            },
                            cdst, csrc, cbytes));
+  const int half = (rows + 1) / 2;
+  const unsigned half_blocks =
+      unsigned((vectors + int64_t(half) * kThreads - 1) / (int64_t(half) * kThreads));
+  poison();
+  copied("chunk copy, x2", time_paired(
+                               [&] {
+                                 chunk_copy_kernel<T, kRows>
+                                     <<<half_blocks, kThreads, 0, st>>>(a, b, x, vectors, half);
+                                 return cudaGetLastError();
+                               },
+                               cdst, csrc, cbytes));
   const unsigned vector_blocks = unsigned((vectors + kThreads - 1) / kThreads);
   poison();
   copied("vector copy", time_paired(
