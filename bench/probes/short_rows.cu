@@ -7,21 +7,26 @@
 // misses in every block shape"), where the time-contiguous grid's (8, 1536, 128) rows, the same
 // elements, reach 0.88-0.9 in tiles held in registers. This probe takes the narrow block's tile
 // and arithmetic (each thread's aggregate over its rows, a shuffle scan over the warp's row
-// groups, the warps' totals through shared memory, the rows again from the carry, 16-byte
-// stores) without the look-back's records, and times it two ways: rows staged in 32 KiB of
-// dynamic shared memory by cp.async (`staged`), and rows loaded into registers (`registers`, no
-// dynamic shared memory). Also timed: an empty kernel of the same grid with and without 32 KiB of
-// dynamic shared memory, to see what asking for the staging costs on its own after the flush (a
-// memset, which runs with none); and three copies of the scan's traffic (read gates and tokens,
-// write the tokens to out), for what the tile's access shape costs without its scan: the tile's
-// own loads and stores (`tile copy`: 128 rows of 8 x 16 bytes a block, a row's bytes `channels`
-// elements apart; `tile copy 4x4`: rows of 4 x 16 bytes, twice the blocks), the same grid over
-// contiguous chunks (`chunk copy`: as many vectors a thread, all in flight before the stores;
-// `chunk copy, x2`: half of them, twice the blocks) and one vector a thread (`vector copy`),
-// each checked byte for byte. Forward, no states, f32 and bf16, T = 32, 64 and 128; the library's
-// ascan::scan (two-phase, channel_last) on the same arrays beside it, before and after. Every
-// output is checked against a double loop (every position of every 61st channel and the last), in
-// units of the output's rounding at max(|reference|, 1).
+// groups, the warps' totals through shared memory, the rows again from the carry, one 16-byte
+// store a vector as the library's store_vector_16) without the look-back's records, and times it
+// two ways: rows staged in 32 KiB of dynamic shared memory by cp.async (`staged`), and rows loaded
+// into registers (`registers`, no dynamic shared memory). Also timed: an empty kernel of the same
+// grid with and without 32 KiB of dynamic shared memory, to see what asking for the staging costs
+// on its own after the flush (a memset, which runs with none); and six copies of the scan's traffic
+// (read gates and tokens, write the tokens to out), for what the tile's shape costs without its
+// scan:
+//   tile copy        the tile's own loads and stores (128 rows of 8 x 16 bytes a block, a row's
+//                    bytes `channels` elements apart), every load issued before the stores
+//   tile copy, sync  the same with a block barrier between loads and stores, so that no row is
+//                    stored before the block's data is in, as in the scan
+//   tile copy 4x4    rows of 4 x 16 bytes, 4 rows a thread: the same positions, twice the blocks
+//   chunk copy       the tile's grid over contiguous chunks (as many vectors a thread)
+//   chunk copy, x2   half the vectors a thread, twice the blocks
+//   vector copy      one 16-byte vector a thread
+// Each copy's output is checked byte for byte. Forward, no states, f32 and bf16, T = 32, 64 and
+// 128; the library's ascan::scan (two-phase, channel_last) on the same arrays beside it, before and
+// after. Every output is checked against a double loop (every position of every 61st channel and
+// the last), in units of the output's rounding at max(|reference|, 1).
 //
 // Timing: ascan_bench's time_median (bench/bench_harness.cuh, through probe_util.cuh's
 // time_paired): 3 warm-ups, 51 samples each after a 256 MiB memset that flushes the L2, each
@@ -95,17 +100,18 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t c0 = slab * kLanes * kVec + lane * kVec;
   const int p0 = group * kRows;
   const int valid = p0 >= length ? 0 : (length - p0 < kRows ? int(length - p0) : kRows);
-  const size_t base = size_t(seq) * size_t(length) * size_t(channels) + size_t(c0);
-  const T* const pa = gates + base;
-  const T* const pb = tokens + base;
+  // addresses in 16-byte vectors (a row is channels / kVec of them), so that the compiler sees
+  // every access 16-byte aligned and keeps each store one vector
+  const int64_t row = channels / kVec;
+  const size_t base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
+  const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
+  const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
 
   uint4 ra[kRows], rb[kRows];
   if constexpr (kStaged) {
     for (int i = 0; i < valid; ++i) {
-      __pipeline_memcpy_async(stage + (0 * kRows + i) * kThreads + tid, pa + (p0 + i) * channels,
-                              16);
-      __pipeline_memcpy_async(stage + (1 * kRows + i) * kThreads + tid, pb + (p0 + i) * channels,
-                              16);
+      __pipeline_memcpy_async(stage + (0 * kRows + i) * kThreads + tid, pa + (p0 + i) * row, 16);
+      __pipeline_memcpy_async(stage + (1 * kRows + i) * kThreads + tid, pb + (p0 + i) * row, 16);
     }
     __pipeline_commit();
     __pipeline_wait_prior(0);
@@ -118,8 +124,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       if (i < valid) {
-        ra[i] = __ldg(reinterpret_cast<const uint4*>(pa + (p0 + i) * channels));
-        rb[i] = __ldg(reinterpret_cast<const uint4*>(pb + (p0 + i) * channels));
+        ra[i] = __ldg(pa + (p0 + i) * row);
+        rb[i] = __ldg(pb + (p0 + i) * row);
       }
     }
   }
@@ -183,7 +189,7 @@ __global__ void __launch_bounds__(kThreads)
       s = fmaf(total_a[w][lane * kVec + v], s, total_b[w][lane * kVec + v]);
     x[v] = fmaf(xa[v], s, xb[v]);
   }
-  T* const po = out + base;
+  uint4* const po = reinterpret_cast<uint4*>(out) + base;
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     if (i < valid) {
@@ -192,16 +198,27 @@ __global__ void __launch_bounds__(kThreads)
       widen16<T>(rb[i], b);
 #pragma unroll
       for (int v = 0; v < kVec; ++v) x[v] = fmaf(a[v], x[v], b[v]);
-      *reinterpret_cast<uint4*>(po + (p0 + i) * channels) = narrow16<T>(x);
+      ascan::detail::store_vector_16(po + (p0 + i) * row, narrow16<T>(x));
     }
   }
+}
+
+/// The copies' output vector: the tokens' 16 bytes, XORed with the sign bits of the gates' 16
+/// (all clear: the gates are positive) so that every byte of both loads is used and the store
+/// is one 16-byte vector.
+template <class T>
+__device__ __forceinline__ uint4 copied_vector(const uint4& gate, const uint4& token) {
+  constexpr uint32_t kSigns = sizeof(T) == 4 ? 0x80000000u : 0x80008000u;
+  const uint32_t s = (gate.x | gate.y | gate.z | gate.w) & kSigns;
+  return make_uint4(token.x ^ s, token.y ^ s, token.z ^ s, token.w ^ s);
 }
 
 /// The narrow tile's traffic without its scan: the same loads (registers), then each thread's
 /// token rows stored where the scan stores its outputs (a tile-shaped copy of the same bytes).
 /// kL lanes of 16 bytes a row and kR rows a thread: 8 x 8 is the library's narrow tile; 4 x 4
-/// covers the same 128 positions in half as wide a slab, twice the blocks.
-template <class T, int kL = kLanes, int kR = kRows>
+/// covers the same 128 positions in half as wide a slab, twice the blocks. kSync puts a block
+/// barrier between the loads and the stores, as the scan's exchange of warp totals does.
+template <class T, int kL = kLanes, int kR = kRows, bool kSync = false>
 __global__ void __launch_bounds__(kThreads)
     tile_copy_kernel(const T* __restrict__ gates, const T* __restrict__ tokens, T* __restrict__ out,
                      int64_t batch, int64_t length, int64_t channels) {
@@ -212,21 +229,30 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t c0 = slab * kL * kVec + lane * kVec;
   const int p0 = group * kR;
   const int valid = p0 >= length ? 0 : (length - p0 < kR ? int(length - p0) : kR);
-  const size_t base = size_t(seq) * size_t(length) * size_t(channels) + size_t(c0);
+  const int64_t row = channels / kVec;  // in 16-byte vectors, as the scan above
+  const size_t base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
+  const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
+  const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
+  uint4* const po = reinterpret_cast<uint4*>(out) + base;
   uint4 ra[kR], rb[kR];
 #pragma unroll
   for (int i = 0; i < kR; ++i) {
     if (i < valid) {
-      ra[i] = __ldg(reinterpret_cast<const uint4*>(gates + base + (p0 + i) * channels));
-      rb[i] = __ldg(reinterpret_cast<const uint4*>(tokens + base + (p0 + i) * channels));
+      ra[i] = __ldg(pa + (p0 + i) * row);
+      rb[i] = __ldg(pb + (p0 + i) * row);
     }
+  }
+  if constexpr (kSync) {  // every row of the block loaded before any is stored
+    int any = 0;
+#pragma unroll
+    for (int i = 0; i < kR; ++i)
+      if (i < valid) any |= int((ra[i].x ^ rb[i].x) & 1u);
+    __syncthreads_or(any);
   }
 #pragma unroll
   for (int i = 0; i < kR; ++i) {
     if (i < valid) {
-      uint4 w = rb[i];
-      w.x ^= ra[i].x & 0x80000000u;  // keeps the gate's load live
-      *reinterpret_cast<uint4*>(out + base + (p0 + i) * channels) = w;
+      ascan::detail::store_vector_16(po + (p0 + i) * row, copied_vector<T>(ra[i], rb[i]));
     }
   }
 }
@@ -256,9 +282,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < kMaxRows; ++i) {
     const int64_t v = first + int64_t(i) * kThreads;
     if (i < rows && v < vectors) {
-      uint4 w = rb[i];
-      w.x ^= ra[i].x & 0x80000000u;  // keeps the gate's load live
-      reinterpret_cast<uint4*>(out)[v] = w;
+      ascan::detail::store_vector_16(reinterpret_cast<uint4*>(out) + v,
+                                     copied_vector<T>(ra[i], rb[i]));
     }
   }
 }
@@ -369,6 +394,15 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
                             return cudaGetLastError();
                           },
                           cdst, csrc, cbytes));
+  poison();
+  copied("tile copy, sync", time_paired(
+                                [&] {
+                                  tile_copy_kernel<T, kLanes, kRows, true>
+                                      <<<blocks, kThreads, 0, st>>>(a, b, x, batch, length,
+                                                                    channels);
+                                  return cudaGetLastError();
+                                },
+                                cdst, csrc, cbytes));
   poison();
   copied("tile copy 4x4", time_paired(
                               [&] {
