@@ -10,7 +10,9 @@
 // groups, the warps' totals through shared memory, the rows again from the carry, one 16-byte
 // store a vector as the library's store_vector_16) without the look-back's records, and times it
 // two ways: rows staged in 32 KiB of dynamic shared memory by cp.async (`staged`), and rows loaded
-// into registers (`registers`, no dynamic shared memory). Also timed: an empty kernel of the same
+// into registers (`registers`, no dynamic shared memory); and a third way, each warp owning all
+// the positions of 2 of the tile's 8 lanes, its row groups joined by shuffles (`warp rows`: no
+// shared memory, no barrier, no warp waits for another). Also timed: an empty kernel of the same
 // grid with and without 32 KiB of dynamic shared memory, to see what asking for the staging costs
 // on its own after the flush (a memset, which runs with none); and six copies of the scan's traffic
 // (read gates and tokens, write the tokens to out), for what the tile's shape costs without its
@@ -203,6 +205,88 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// One-tile chains owned by warps: each warp scans all (at most 128) positions of its own 2 lanes
+/// of 16 bytes (16 row groups of 8 rows), the row groups joined by shuffles alone, so no warp
+/// waits for another (no shared memory, no block barrier). A block's 4 warps cover the narrow
+/// tile's 8 lanes: the same grid and the same bytes a block as short_rows_kernel.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    warp_rows_kernel(const T* __restrict__ gates, const T* __restrict__ tokens, T* __restrict__ out,
+                     int64_t batch, int64_t length, int64_t channels) {
+  constexpr int kVec = 16 / int(sizeof(T));
+  constexpr int kWarpLanes = 2, kWarpGroups = 32 / kWarpLanes;
+  static_assert(kWarpGroups * kRows == 128 && kWarps * kWarpLanes == kLanes, "the narrow tile");
+  const int tid = int(threadIdx.x), warp = tid / 32, lane32 = tid % 32;
+  const int group = lane32 / kWarpLanes, lane = warp * kWarpLanes + lane32 % kWarpLanes;
+  const int64_t slabs = channels / (kLanes * kVec);
+  const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
+  const int64_t c0 = slab * kLanes * kVec + lane * kVec;
+  const int p0 = group * kRows;
+  const int valid = p0 >= length ? 0 : (length - p0 < kRows ? int(length - p0) : kRows);
+  const int64_t row = channels / kVec;
+  const size_t base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
+  const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
+  const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
+  uint4 ra[kRows], rb[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i < valid) {
+      ra[i] = __ldg(pa + (p0 + i) * row);
+      rb[i] = __ldg(pb + (p0 + i) * row);
+    }
+  }
+  float ma[kVec], mb[kVec];
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    ma[v] = 1.0f;
+    mb[v] = 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i < valid) {
+      float a[kVec], b[kVec];
+      widen16<T>(ra[i], a);
+      widen16<T>(rb[i], b);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        mb[v] = fmaf(a[v], mb[v], b[v]);
+        ma[v] *= a[v];
+      }
+    }
+  }
+#pragma unroll
+  for (int d = 1; d < kWarpGroups; d *= 2) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const float ea = __shfl_up_sync(0xffffffffu, ma[v], d * kWarpLanes);
+      const float eb = __shfl_up_sync(0xffffffffu, mb[v], d * kWarpLanes);
+      if (group >= d) {
+        mb[v] = fmaf(ma[v], eb, mb[v]);
+        ma[v] *= ea;
+      }
+    }
+  }
+  // the state before the thread's rows, from 0: the earlier groups' inclusive b
+  float x[kVec];
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    x[v] = __shfl_up_sync(0xffffffffu, mb[v], kWarpLanes);
+    if (group == 0) x[v] = 0.0f;
+  }
+  uint4* const po = reinterpret_cast<uint4*>(out) + base;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i < valid) {
+      float a[kVec], b[kVec];
+      widen16<T>(ra[i], a);
+      widen16<T>(rb[i], b);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) x[v] = fmaf(a[v], x[v], b[v]);
+      ascan::detail::store_vector_16(po + (p0 + i) * row, narrow16<T>(x));
+    }
+  }
+}
+
 /// The copies' output vector: the tokens' 16 bytes, XORed with the sign bits of the gates' 16
 /// (all clear: the gates are positive) so that every byte of both loads is used and the store
 /// is one 16-byte vector.
@@ -370,6 +454,15 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
          true);
   constexpr int kVec = 16 / int(sizeof(T));
   const unsigned blocks = unsigned(batch * (channels / (kLanes * kVec)));
+  poison();
+  report("warp rows",
+         time_paired(
+             [&] {
+               warp_rows_kernel<T><<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
+               return cudaGetLastError();
+             },
+             cdst, csrc, cbytes),
+         true);
   // The copies write the tokens (the gates are positive, their sign bit clear): every byte is
   // compared, so a copy that skipped or misplaced a vector fails the probe.
   const auto copied = [&](const char* what, const Timing& t) {
