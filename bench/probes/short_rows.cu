@@ -11,12 +11,12 @@
 // store a vector as the library's store_vector_16) without the look-back's records, and times it
 // two ways: rows staged in 32 KiB of dynamic shared memory by cp.async (`staged`), and rows loaded
 // into registers (`registers`, no dynamic shared memory); and a third way, each warp owning all
-// the positions of 2 of the tile's 8 lanes, its row groups joined by shuffles (`warp rows`: no
-// shared memory, no barrier, no warp waits for another). Also timed: an empty kernel of the same
-// grid with and without 32 KiB of dynamic shared memory, to see what asking for the staging costs
-// on its own after the flush (a memset, which runs with none); and six copies of the scan's traffic
-// (read gates and tokens, write the tokens to out), for what the tile's shape costs without its
-// scan:
+// the positions of 2 of the tile's 8 lanes (`warp rows`, 4 warps a block) or 4 (`warp rows, 4`,
+// 2 warps a block; f32 only, 16-bit spills), its row groups joined by shuffles: no shared memory,
+// no barrier, no warp waits for another. Also timed: an empty kernel of the same grid with and
+// without 32 KiB of dynamic shared memory, to see what asking for the staging costs on its own
+// after the flush (a memset, which runs with none); and six copies of the scan's traffic (read
+// gates and tokens, write the tokens to out), for what the tile's shape costs without its scan:
 //   tile copy        the tile's own loads and stores (128 rows of 8 x 16 bytes a block, a row's
 //                    bytes `channels` elements apart), every load issued before the stores
 //   tile copy, sync  the same with a block barrier between loads and stores, so that no row is
@@ -205,31 +205,32 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// One-tile chains owned by warps: each warp scans all (at most 128) positions of its own 2 lanes
-/// of 16 bytes (16 row groups of 8 rows), the row groups joined by shuffles alone, so no warp
-/// waits for another (no shared memory, no block barrier). A block's 4 warps cover the narrow
-/// tile's 8 lanes: the same grid and the same bytes a block as short_rows_kernel.
-template <class T>
-__global__ void __launch_bounds__(kThreads)
+/// One-tile chains owned by warps: each warp scans all (at most 128) positions of its own
+/// kWarpLanes lanes of 16 bytes (32 / kWarpLanes row groups of 4 * kWarpLanes rows), the row
+/// groups joined by shuffles alone, so no warp waits for another (no shared memory, no block
+/// barrier). A block's 8 / kWarpLanes warps cover the narrow tile's 8 lanes: the same grid and
+/// the same bytes a block as short_rows_kernel.
+template <class T, int kWarpLanes>
+__global__ void __launch_bounds__(32 * kLanes / kWarpLanes)
     warp_rows_kernel(const T* __restrict__ gates, const T* __restrict__ tokens, T* __restrict__ out,
                      int64_t batch, int64_t length, int64_t channels) {
   constexpr int kVec = 16 / int(sizeof(T));
-  constexpr int kWarpLanes = 2, kWarpGroups = 32 / kWarpLanes;
-  static_assert(kWarpGroups * kRows == 128 && kWarps * kWarpLanes == kLanes, "the narrow tile");
+  constexpr int kWarpGroups = 32 / kWarpLanes, kR = 128 / kWarpGroups;
+  static_assert(kLanes % kWarpLanes == 0 && kWarpGroups * kR == 128, "the narrow tile");
   const int tid = int(threadIdx.x), warp = tid / 32, lane32 = tid % 32;
   const int group = lane32 / kWarpLanes, lane = warp * kWarpLanes + lane32 % kWarpLanes;
   const int64_t slabs = channels / (kLanes * kVec);
   const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
   const int64_t c0 = slab * kLanes * kVec + lane * kVec;
-  const int p0 = group * kRows;
-  const int valid = p0 >= length ? 0 : (length - p0 < kRows ? int(length - p0) : kRows);
+  const int p0 = group * kR;
+  const int valid = p0 >= length ? 0 : (length - p0 < kR ? int(length - p0) : kR);
   const int64_t row = channels / kVec;
   const size_t base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
   const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
   const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
-  uint4 ra[kRows], rb[kRows];
+  uint4 ra[kR], rb[kR];
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < kR; ++i) {
     if (i < valid) {
       ra[i] = __ldg(pa + (p0 + i) * row);
       rb[i] = __ldg(pb + (p0 + i) * row);
@@ -242,7 +243,7 @@ __global__ void __launch_bounds__(kThreads)
     mb[v] = 0.0f;
   }
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < kR; ++i) {
     if (i < valid) {
       float a[kVec], b[kVec];
       widen16<T>(ra[i], a);
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   uint4* const po = reinterpret_cast<uint4*>(out) + base;
 #pragma unroll
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < kR; ++i) {
     if (i < valid) {
       float a[kVec], b[kVec];
       widen16<T>(ra[i], a);
@@ -458,11 +459,24 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
   report("warp rows",
          time_paired(
              [&] {
-               warp_rows_kernel<T><<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
+               warp_rows_kernel<T, 2>
+                   <<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
                return cudaGetLastError();
              },
              cdst, csrc, cbytes),
          true);
+  if constexpr (sizeof(T) == 4) {  // 16-bit rows in this form spill (255 registers)
+    poison();
+    report("warp rows, 4",
+           time_paired(
+               [&] {
+                 warp_rows_kernel<T, 4>
+                     <<<blocks, kThreads / 2, 0, st>>>(a, b, x, batch, length, channels);
+                 return cudaGetLastError();
+               },
+               cdst, csrc, cbytes),
+           true);
+  }
   // The copies write the tokens (the gates are positive, their sign bit clear): every byte is
   // compared, so a copy that skipped or misplaced a vector fails the probe.
   const auto copied = [&](const char* what, const Timing& t) {
