@@ -61,20 +61,24 @@ struct DenseCandidate {
 // 192 one-tile chains in 128-byte slabs, two blocks on some multiprocessors and one on the rest;
 // 128 x 4 and 64 x 8 in 4 lanes (64-byte slabs) make it 384 blocks, 64 x 4 and 128 x 2 in 2 lanes
 // (32 bytes, a DRAM sector) 768. On an H100 none beat the library's row by more than the runs'
-// spread (bench/RESULTS.md, "128-row tiles in narrower slabs for the short rows").
+// spread (bench/RESULTS.md, "128-row tiles in narrower slabs for the short rows"). Last of all,
+// tiles of one warp, 32 x 8 in 2 lanes and 32 x 16 in 4 (128 rows of 32 or 64 bytes): each
+// block's barriers then wait on no other warp, so one warp's stores start as soon as its own
+// loads are in, where in the wider blocks every warp of a tile waits for the tile's last load.
 using ForwardDense =
     std::tuple<DenseCandidate<256, 8>, DenseCandidate<256, 12>, DenseCandidate<128, 8>,
                DenseCandidate<128, 12>, DenseCandidate<128, 16>, DenseCandidate<512, 8>,
                DenseCandidate<128, 4>, DenseCandidate<256, 4>, DenseCandidate<256, 8, 4>,
                DenseCandidate<256, 4, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 16, 4>,
                DenseCandidate<128, 4, 4>, DenseCandidate<64, 8, 4>, DenseCandidate<64, 4, 2>,
-               DenseCandidate<128, 2, 2>>;
+               DenseCandidate<128, 2, 2>, DenseCandidate<32, 8, 2>, DenseCandidate<32, 16, 4>>;
 using BackwardDense =
     std::tuple<DenseCandidate<256, 4>, DenseCandidate<256, 5>, DenseCandidate<256, 8>,
                DenseCandidate<128, 8>, DenseCandidate<128, 12>, DenseCandidate<128, 10>,
                DenseCandidate<256, 6>, DenseCandidate<128, 4>, DenseCandidate<256, 5, 4>,
                DenseCandidate<256, 8, 4>, DenseCandidate<128, 8, 4>, DenseCandidate<128, 12, 4>,
-               DenseCandidate<128, 4, 4>, DenseCandidate<64, 8, 4>, DenseCandidate<64, 4, 2>>;
+               DenseCandidate<128, 4, 4>, DenseCandidate<64, 8, 4>, DenseCandidate<64, 4, 2>,
+               DenseCandidate<32, 8, 2>, DenseCandidate<32, 16, 4>>;
 
 /// Candidate `Candidate`'s blocks on channel-last case `c` (dense, or packed: one batch of every
 /// row), launched as run_rows launches the library's: the call's row parameters
