@@ -87,6 +87,78 @@ __device__ __forceinline__ uint4 narrow16(const float (&x)[16 / sizeof(T)]) {
   return w;
 }
 
+/// Rows [p0, p0 + valid) of gates and tokens (16-byte vectors, `row` vectors apart) into registers.
+template <int kR>
+__device__ __forceinline__ void load_rows(const uint4* pa, const uint4* pb, int p0, int valid,
+                                          int64_t row, uint4 (&ra)[kR], uint4 (&rb)[kR]) {
+#pragma unroll
+  for (int i = 0; i < kR; ++i) {
+    if (i < valid) {
+      ra[i] = __ldg(pa + (p0 + i) * row);
+      rb[i] = __ldg(pb + (p0 + i) * row);
+    }
+  }
+}
+
+/// The map (x -> ma * x + mb, per element) of a thread's `valid` rows.
+template <class T, int kR, int kVec = 16 / int(sizeof(T))>
+__device__ __forceinline__ void thread_aggregate(const uint4 (&ra)[kR], const uint4 (&rb)[kR],
+                                                 int valid, float (&ma)[kVec], float (&mb)[kVec]) {
+#pragma unroll
+  for (int v = 0; v < kVec; ++v) {
+    ma[v] = 1.0f;
+    mb[v] = 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < kR; ++i) {
+    if (i < valid) {
+      float a[kVec], b[kVec];
+      widen16<T>(ra[i], a);
+      widen16<T>(rb[i], b);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) {
+        mb[v] = fmaf(a[v], mb[v], b[v]);
+        ma[v] *= a[v];
+      }
+    }
+  }
+}
+
+/// The inclusive scan of the maps over a warp's kGroups row groups (group g in lanes
+/// g * kStride ...), by shuffles.
+template <int kGroups, int kStride, int kVec>
+__device__ __forceinline__ void group_scan(int group, float (&ma)[kVec], float (&mb)[kVec]) {
+#pragma unroll
+  for (int d = 1; d < kGroups; d *= 2) {
+#pragma unroll
+    for (int v = 0; v < kVec; ++v) {
+      const float ea = __shfl_up_sync(0xffffffffu, ma[v], d * kStride);
+      const float eb = __shfl_up_sync(0xffffffffu, mb[v], d * kStride);
+      if (group >= d) {
+        mb[v] = fmaf(ma[v], eb, mb[v]);
+        ma[v] *= ea;
+      }
+    }
+  }
+}
+
+/// The thread's rows scanned again from the state x before them, each output stored whole.
+template <class T, int kR, int kVec = 16 / int(sizeof(T))>
+__device__ __forceinline__ void walk_rows(const uint4 (&ra)[kR], const uint4 (&rb)[kR], int valid,
+                                          float (&x)[kVec], uint4* po, int p0, int64_t row) {
+#pragma unroll
+  for (int i = 0; i < kR; ++i) {
+    if (i < valid) {
+      float a[kVec], b[kVec];
+      widen16<T>(ra[i], a);
+      widen16<T>(rb[i], b);
+#pragma unroll
+      for (int v = 0; v < kVec; ++v) x[v] = fmaf(a[v], x[v], b[v]);
+      ascan::detail::store_vector_16(po + (p0 + i) * row, narrow16<T>(x));
+    }
+  }
+}
+
 /// One block a chain (batch, slab of 8 lanes x 16 bytes) of at most 128 positions.
 template <class T, bool kStaged>
 __global__ void __launch_bounds__(kThreads)
@@ -123,47 +195,12 @@ __global__ void __launch_bounds__(kThreads)
       rb[i] = stage[(1 * kRows + i) * kThreads + tid];
     }
   } else {
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      if (i < valid) {
-        ra[i] = __ldg(pa + (p0 + i) * row);
-        rb[i] = __ldg(pb + (p0 + i) * row);
-      }
-    }
+    load_rows(pa, pb, p0, valid, row, ra, rb);
   }
-  // the thread's aggregate
+  // the thread's aggregate, across the warp's row groups (inclusive), then exclusive
   float ma[kVec], mb[kVec];
-#pragma unroll
-  for (int v = 0; v < kVec; ++v) {
-    ma[v] = 1.0f;
-    mb[v] = 0.0f;
-  }
-#pragma unroll
-  for (int i = 0; i < kRows; ++i) {
-    if (i < valid) {
-      float a[kVec], b[kVec];
-      widen16<T>(ra[i], a);
-      widen16<T>(rb[i], b);
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        mb[v] = fmaf(a[v], mb[v], b[v]);
-        ma[v] *= a[v];
-      }
-    }
-  }
-  // across the warp's row groups (inclusive), then exclusive
-#pragma unroll
-  for (int d = 1; d < kGroupsPerWarp; d *= 2) {
-#pragma unroll
-    for (int v = 0; v < kVec; ++v) {
-      const float ea = __shfl_up_sync(0xffffffffu, ma[v], d * kLanes);
-      const float eb = __shfl_up_sync(0xffffffffu, mb[v], d * kLanes);
-      if (group_in_warp >= d) {
-        mb[v] = fmaf(ma[v], eb, mb[v]);
-        ma[v] *= ea;
-      }
-    }
-  }
+  thread_aggregate<T>(ra, rb, valid, ma, mb);
+  group_scan<kGroupsPerWarp, kLanes>(group_in_warp, ma, mb);
   float xa[kVec], xb[kVec];
 #pragma unroll
   for (int v = 0; v < kVec; ++v) {
@@ -191,18 +228,7 @@ __global__ void __launch_bounds__(kThreads)
       s = fmaf(total_a[w][lane * kVec + v], s, total_b[w][lane * kVec + v]);
     x[v] = fmaf(xa[v], s, xb[v]);
   }
-  uint4* const po = reinterpret_cast<uint4*>(out) + base;
-#pragma unroll
-  for (int i = 0; i < kRows; ++i) {
-    if (i < valid) {
-      float a[kVec], b[kVec];
-      widen16<T>(ra[i], a);
-      widen16<T>(rb[i], b);
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) x[v] = fmaf(a[v], x[v], b[v]);
-      ascan::detail::store_vector_16(po + (p0 + i) * row, narrow16<T>(x));
-    }
-  }
+  walk_rows<T>(ra, rb, valid, x, reinterpret_cast<uint4*>(out) + base, p0, row);
 }
 
 /// One-tile chains owned by warps: each warp scans all (at most 128) positions of its own
@@ -229,44 +255,10 @@ __global__ void __launch_bounds__(32 * kLanes / kWarpLanes)
   const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
   const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
   uint4 ra[kR], rb[kR];
-#pragma unroll
-  for (int i = 0; i < kR; ++i) {
-    if (i < valid) {
-      ra[i] = __ldg(pa + (p0 + i) * row);
-      rb[i] = __ldg(pb + (p0 + i) * row);
-    }
-  }
+  load_rows(pa, pb, p0, valid, row, ra, rb);
   float ma[kVec], mb[kVec];
-#pragma unroll
-  for (int v = 0; v < kVec; ++v) {
-    ma[v] = 1.0f;
-    mb[v] = 0.0f;
-  }
-#pragma unroll
-  for (int i = 0; i < kR; ++i) {
-    if (i < valid) {
-      float a[kVec], b[kVec];
-      widen16<T>(ra[i], a);
-      widen16<T>(rb[i], b);
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) {
-        mb[v] = fmaf(a[v], mb[v], b[v]);
-        ma[v] *= a[v];
-      }
-    }
-  }
-#pragma unroll
-  for (int d = 1; d < kWarpGroups; d *= 2) {
-#pragma unroll
-    for (int v = 0; v < kVec; ++v) {
-      const float ea = __shfl_up_sync(0xffffffffu, ma[v], d * kWarpLanes);
-      const float eb = __shfl_up_sync(0xffffffffu, mb[v], d * kWarpLanes);
-      if (group >= d) {
-        mb[v] = fmaf(ma[v], eb, mb[v]);
-        ma[v] *= ea;
-      }
-    }
-  }
+  thread_aggregate<T>(ra, rb, valid, ma, mb);
+  group_scan<kWarpGroups, kWarpLanes>(group, ma, mb);
   // the state before the thread's rows, from 0: the earlier groups' inclusive b
   float x[kVec];
 #pragma unroll
@@ -274,18 +266,7 @@ __global__ void __launch_bounds__(32 * kLanes / kWarpLanes)
     x[v] = __shfl_up_sync(0xffffffffu, mb[v], kWarpLanes);
     if (group == 0) x[v] = 0.0f;
   }
-  uint4* const po = reinterpret_cast<uint4*>(out) + base;
-#pragma unroll
-  for (int i = 0; i < kR; ++i) {
-    if (i < valid) {
-      float a[kVec], b[kVec];
-      widen16<T>(ra[i], a);
-      widen16<T>(rb[i], b);
-#pragma unroll
-      for (int v = 0; v < kVec; ++v) x[v] = fmaf(a[v], x[v], b[v]);
-      ascan::detail::store_vector_16(po + (p0 + i) * row, narrow16<T>(x));
-    }
-  }
+  walk_rows<T>(ra, rb, valid, x, reinterpret_cast<uint4*>(out) + base, p0, row);
 }
 
 /// The copies' output vector: the tokens' 16 bytes, XORed with the sign bits of the gates' 16
@@ -320,13 +301,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
   uint4* const po = reinterpret_cast<uint4*>(out) + base;
   uint4 ra[kR], rb[kR];
-#pragma unroll
-  for (int i = 0; i < kR; ++i) {
-    if (i < valid) {
-      ra[i] = __ldg(pa + (p0 + i) * row);
-      rb[i] = __ldg(pb + (p0 + i) * row);
-    }
-  }
+  load_rows(pa, pb, p0, valid, row, ra, rb);
   if constexpr (kSync) {  // every row of the block loaded before any is stored
     int any = 0;
 #pragma unroll
