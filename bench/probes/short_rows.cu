@@ -87,6 +87,30 @@ __device__ __forceinline__ uint4 narrow16(const float (&x)[16 / sizeof(T)]) {
   return w;
 }
 
+/// Where a thread's rows lie: block blockIdx.x is a chain (a batch and a slab of kL lanes of 16
+/// bytes); the thread's lane within the slab, its first position p0 (its row group times kR) and
+/// how many of its kR positions lie inside the length; addresses in 16-byte vectors (a position is
+/// `row` vectors after the one before, `base` the thread's vector at position 0), so that the
+/// compiler sees every access 16-byte aligned and keeps each store one vector.
+struct RowsAt {
+  int p0, valid;
+  int64_t row;
+  size_t base;
+};
+template <class T, int kL, int kR>
+__device__ __forceinline__ RowsAt rows_at(int lane, int group, int64_t length, int64_t channels) {
+  constexpr int kVec = 16 / int(sizeof(T));
+  const int64_t slabs = channels / (kL * kVec);
+  const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
+  const int64_t c0 = slab * kL * kVec + lane * kVec;
+  RowsAt at;
+  at.p0 = group * kR;
+  at.valid = at.p0 >= length ? 0 : (length - at.p0 < kR ? int(length - at.p0) : kR);
+  at.row = channels / kVec;
+  at.base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
+  return at;
+}
+
 /// Rows [p0, p0 + valid) of gates and tokens (16-byte vectors, `row` vectors apart) into registers.
 template <int kR>
 __device__ __forceinline__ void load_rows(const uint4* pa, const uint4* pb, int p0, int valid,
@@ -169,15 +193,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float total_a[kWarps][kLanes * kVec], total_b[kWarps][kLanes * kVec];
   const int tid = int(threadIdx.x), lane = tid % kLanes, group = tid / kLanes;
   const int warp = tid / 32, group_in_warp = (tid % 32) / kLanes;
-  const int64_t slabs = channels / (kLanes * kVec);
-  const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
-  const int64_t c0 = slab * kLanes * kVec + lane * kVec;
-  const int p0 = group * kRows;
-  const int valid = p0 >= length ? 0 : (length - p0 < kRows ? int(length - p0) : kRows);
-  // addresses in 16-byte vectors (a row is channels / kVec of them), so that the compiler sees
-  // every access 16-byte aligned and keeps each store one vector
-  const int64_t row = channels / kVec;
-  const size_t base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
+  const auto [p0, valid, row, base] = rows_at<T, kLanes, kRows>(lane, group, length, channels);
   const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
   const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
 
@@ -245,13 +261,7 @@ __global__ void __launch_bounds__(32 * kLanes / kWarpLanes)
   static_assert(kLanes % kWarpLanes == 0 && kWarpGroups * kR == 128, "the narrow tile");
   const int tid = int(threadIdx.x), warp = tid / 32, lane32 = tid % 32;
   const int group = lane32 / kWarpLanes, lane = warp * kWarpLanes + lane32 % kWarpLanes;
-  const int64_t slabs = channels / (kLanes * kVec);
-  const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
-  const int64_t c0 = slab * kLanes * kVec + lane * kVec;
-  const int p0 = group * kR;
-  const int valid = p0 >= length ? 0 : (length - p0 < kR ? int(length - p0) : kR);
-  const int64_t row = channels / kVec;
-  const size_t base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
+  const auto [p0, valid, row, base] = rows_at<T, kLanes, kR>(lane, group, length, channels);
   const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
   const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
   uint4 ra[kR], rb[kR];
@@ -288,15 +298,8 @@ template <class T, int kL = kLanes, int kR = kRows, bool kSync = false>
 __global__ void __launch_bounds__(kThreads)
     tile_copy_kernel(const T* __restrict__ gates, const T* __restrict__ tokens, T* __restrict__ out,
                      int64_t batch, int64_t length, int64_t channels) {
-  constexpr int kVec = 16 / int(sizeof(T));
-  const int tid = int(threadIdx.x), lane = tid % kL, group = tid / kL;
-  const int64_t slabs = channels / (kL * kVec);
-  const int64_t seq = int64_t(blockIdx.x) / slabs, slab = int64_t(blockIdx.x) % slabs;
-  const int64_t c0 = slab * kL * kVec + lane * kVec;
-  const int p0 = group * kR;
-  const int valid = p0 >= length ? 0 : (length - p0 < kR ? int(length - p0) : kR);
-  const int64_t row = channels / kVec;  // in 16-byte vectors, as the scan above
-  const size_t base = (size_t(seq) * size_t(length) * size_t(channels) + size_t(c0)) / kVec;
+  const int tid = int(threadIdx.x);
+  const auto [p0, valid, row, base] = rows_at<T, kL, kR>(tid % kL, tid / kL, length, channels);
   const uint4* const pa = reinterpret_cast<const uint4*>(gates) + base;
   const uint4* const pb = reinterpret_cast<const uint4*>(tokens) + base;
   uint4* const po = reinterpret_cast<uint4*>(out) + base;
