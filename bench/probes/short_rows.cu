@@ -421,124 +421,78 @@ void run_cell(int64_t batch, int64_t length, int64_t channels) {
     return ascan::scan(args, work, wb, st);
   };
   const auto poison = [&] { CHECK(cudaMemsetAsync(x, 0xFF, bytes, st)); };
-  poison();
-  report("library", time_paired(library, cdst, csrc, cbytes), true);
-  poison();
-  report("staged",
-         time_paired([&] { return launch_short<T, true>(a, b, x, batch, length, channels, st); },
-                     cdst, csrc, cbytes),
-         true);
-  poison();
-  report("registers",
-         time_paired([&] { return launch_short<T, false>(a, b, x, batch, length, channels, st); },
-                     cdst, csrc, cbytes),
-         true);
-  constexpr int kVec = 16 / int(sizeof(T));
-  const unsigned blocks = unsigned(batch * (channels / (kLanes * kVec)));
-  poison();
-  report("warp rows",
-         time_paired(
-             [&] {
-               warp_rows_kernel<T, 2>
-                   <<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
-               return cudaGetLastError();
-             },
-             cdst, csrc, cbytes),
-         true);
-  if constexpr (sizeof(T) == 4) {  // 16-bit rows in this form spill (255 registers)
+  // Each form: the output poisoned, then timed in pairs with the copy; a scan's output checked
+  // against the double loop, a copy's (which writes the tokens: the gates are positive, their
+  // sign bits clear) byte for byte, so that a copy that skipped or misplaced a vector fails.
+  const auto kernel = [](auto launch) {  // a launch as an operation that returns its error
+    return [launch] {
+      launch();
+      return cudaGetLastError();
+    };
+  };
+  const auto scan_row = [&](const char* what, auto op) {
     poison();
-    report("warp rows, 4",
-           time_paired(
-               [&] {
-                 warp_rows_kernel<T, 4>
-                     <<<blocks, kThreads / 2, 0, st>>>(a, b, x, batch, length, channels);
-                 return cudaGetLastError();
-               },
-               cdst, csrc, cbytes),
-           true);
-  }
-  // The copies write the tokens (the gates are positive, their sign bit clear): every byte is
-  // compared, so a copy that skipped or misplaced a vector fails the probe.
-  const auto copied = [&](const char* what, const Timing& t) {
-    report(what, t, false);
-    const std::vector<T> hx = fetch(x, n);
-    if (std::memcmp(hx.data(), hb.data(), bytes) != 0) {
+    report(what, time_paired(op, cdst, csrc, cbytes), true);
+  };
+  const auto copy_row = [&](const char* what, auto launch) {
+    poison();
+    report(what, time_paired(kernel(launch), cdst, csrc, cbytes), false);
+    if (std::memcmp(fetch(x, n).data(), hb.data(), bytes) != 0) {
       std::printf("%s: the output is not the tokens\n", what);
       std::exit(1);
     }
   };
+  scan_row("library", library);
+  scan_row("staged", [&] { return launch_short<T, true>(a, b, x, batch, length, channels, st); });
+  scan_row("registers",
+           [&] { return launch_short<T, false>(a, b, x, batch, length, channels, st); });
+  constexpr int kVec = 16 / int(sizeof(T));
+  const unsigned blocks = unsigned(batch * (channels / (kLanes * kVec)));
+  scan_row("warp rows", kernel([&] {
+             warp_rows_kernel<T, 2><<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
+           }));
+  if constexpr (sizeof(T) == 4)  // 16-bit rows in this form spill (255 registers)
+    scan_row("warp rows, 4", kernel([&] {
+               warp_rows_kernel<T, 4>
+                   <<<blocks, kThreads / 2, 0, st>>>(a, b, x, batch, length, channels);
+             }));
   const int64_t vectors = n / kVec;
   const int rows = int((vectors + int64_t(blocks) * kThreads - 1) / (int64_t(blocks) * kThreads));
   if (rows > kRows) {
     std::printf("%d rows a thread exceed the probe's %d\n", rows, kRows);
     std::exit(1);
   }
-  poison();
-  copied("tile copy", time_paired(
-                          [&] {
-                            tile_copy_kernel<T>
-                                <<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
-                            return cudaGetLastError();
-                          },
-                          cdst, csrc, cbytes));
-  poison();
-  copied("tile copy, sync", time_paired(
-                                [&] {
-                                  tile_copy_kernel<T, kLanes, kRows, true>
-                                      <<<blocks, kThreads, 0, st>>>(a, b, x, batch, length,
-                                                                    channels);
-                                  return cudaGetLastError();
-                                },
-                                cdst, csrc, cbytes));
-  poison();
-  copied("tile copy 4x4", time_paired(
-                              [&] {
-                                tile_copy_kernel<T, 4, 4><<<2 * blocks, kThreads, 0, st>>>(
-                                    a, b, x, batch, length, channels);
-                                return cudaGetLastError();
-                              },
-                              cdst, csrc, cbytes));
-  poison();
-  copied("chunk copy", time_paired(
-                           [&] {
-                             chunk_copy_kernel<T, kRows>
-                                 <<<blocks, kThreads, 0, st>>>(a, b, x, vectors, rows);
-                             return cudaGetLastError();
-                           },
-                           cdst, csrc, cbytes));
+  copy_row("tile copy", [&] {
+    tile_copy_kernel<T><<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
+  });
+  copy_row("tile copy, sync", [&] {
+    tile_copy_kernel<T, kLanes, kRows, true>
+        <<<blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
+  });
+  copy_row("tile copy 4x4", [&] {
+    tile_copy_kernel<T, 4, 4><<<2 * blocks, kThreads, 0, st>>>(a, b, x, batch, length, channels);
+  });
+  copy_row("chunk copy", [&] {
+    chunk_copy_kernel<T, kRows><<<blocks, kThreads, 0, st>>>(a, b, x, vectors, rows);
+  });
   const int half = (rows + 1) / 2;
   const unsigned half_blocks =
       unsigned((vectors + int64_t(half) * kThreads - 1) / (int64_t(half) * kThreads));
-  poison();
-  copied("chunk copy, x2", time_paired(
-                               [&] {
-                                 chunk_copy_kernel<T, kRows>
-                                     <<<half_blocks, kThreads, 0, st>>>(a, b, x, vectors, half);
-                                 return cudaGetLastError();
-                               },
-                               cdst, csrc, cbytes));
+  copy_row("chunk copy, x2", [&] {
+    chunk_copy_kernel<T, kRows><<<half_blocks, kThreads, 0, st>>>(a, b, x, vectors, half);
+  });
   const unsigned vector_blocks = unsigned((vectors + kThreads - 1) / kThreads);
-  poison();
-  copied("vector copy", time_paired(
-                            [&] {
-                              chunk_copy_kernel<T, 1>
-                                  <<<vector_blocks, kThreads, 0, st>>>(a, b, x, vectors, 1);
-                              return cudaGetLastError();
-                            },
-                            cdst, csrc, cbytes));
+  copy_row("vector copy", [&] {
+    chunk_copy_kernel<T, 1><<<vector_blocks, kThreads, 0, st>>>(a, b, x, vectors, 1);
+  });
   CHECK(cudaFuncSetAttribute(&empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kStageBytes));
   for (const int shared : {0, kStageBytes}) {
-    const Timing t = time_paired(
-        [&] {
-          empty_kernel<<<blocks, kThreads, shared, st>>>(nullptr);
-          return cudaGetLastError();
-        },
-        cdst, csrc, cbytes);
-    report(shared > 0 ? "empty, 32 KiB" : "empty, 0 KiB", t, false);
+    const auto empty = [&] { empty_kernel<<<blocks, kThreads, shared, st>>>(nullptr); };
+    report(shared > 0 ? "empty, 32 KiB" : "empty, 0 KiB",
+           time_paired(kernel(empty), cdst, csrc, cbytes), false);
   }
-  poison();
-  report("library again", time_paired(library, cdst, csrc, cbytes), true);
+  scan_row("library again", library);
   for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(x), csrc, cdst,
                   work, static_cast<void*>(sink)})
     CHECK(cudaFree(p));
