@@ -65,12 +65,7 @@ __device__ __forceinline__ void widen16(const uint4& w, float (&x)[16 / sizeof(T
   T v[kVec];
   memcpy(v, &w, 16);
 #pragma unroll
-  for (int i = 0; i < kVec; ++i) {
-    if constexpr (std::is_same_v<T, float>)
-      x[i] = v[i];
-    else
-      x[i] = __bfloat162float(v[i]);
-  }
+  for (int i = 0; i < kVec; ++i) x[i] = to_f(v[i]);  // probe_util.cuh
 }
 
 template <class T>
